@@ -1,0 +1,68 @@
+// Command chainvol-csi is chainvol's CSI node plugin: it serves the Identity,
+// Controller and Node services over a node-local lvol pool on a unix socket.
+// One instance runs per node (a DaemonSet), beside an external-provisioner in
+// node-deployment mode.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/driver"
+)
+
+func main() {
+	var opts driver.Options
+	fs := flag.NewFlagSet("chainvol-csi", flag.ContinueOnError)
+	opts.AddFlags(fs)
+	klog.InitFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	if err := run(opts); err != nil {
+		klog.ErrorS(err, "chainvol-csi failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+// run opens the pool, builds the driver and serves until SIGINT or SIGTERM.
+func run(opts driver.Options) error {
+	pool, err := backend.Open(opts.PoolDir)
+	if err != nil {
+		return fmt.Errorf("open pool %s: %w", opts.PoolDir, err)
+	}
+	defer pool.Close()
+	d, err := driver.New(opts, pool, nil, nil)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if opts.MetricsAddress != "" {
+		go serveMetrics(opts.MetricsAddress, d.MetricsHandler())
+	}
+	return d.Run(ctx)
+}
+
+// serveMetrics serves Prometheus metrics; a failure is logged, not fatal,
+// because volumes matter more than metrics.
+func serveMetrics(addr string, h http.Handler) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		klog.ErrorS(err, "metrics server stopped", "address", addr)
+	}
+}

@@ -1,0 +1,203 @@
+package testutil
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Server is a running versitygw S3 gateway on loopback, started by
+// StartS3. It deliberately returns plain strings, not s3chain types:
+// s3chain's tests import testutil, so testutil must not import s3chain.
+type S3Server struct {
+	// Endpoint is "127.0.0.1:PORT", plain HTTP.
+	Endpoint string
+	// AccessKey and SecretKey are the random root credentials.
+	AccessKey, SecretKey string
+	// Bucket is the one bucket created at start.
+	Bucket string
+	// Dir is the posix backend's root directory; Bucket is Dir/Bucket.
+	Dir string
+}
+
+// URL returns the s3:// target URL for s3chain.OpenStore naming Bucket and
+// the key prefix prefix ("" for the bucket root): s3://BUCKET/PREFIX?
+// endpoint=127.0.0.1:PORT&region=us-east-1&insecure=true.
+func (s S3Server) URL(prefix string) string {
+	u := "s3://" + s.Bucket
+	if prefix != "" {
+		u += "/" + prefix
+	}
+	q := url.Values{"endpoint": {s.Endpoint}, "region": {"us-east-1"}, "insecure": {"true"}}
+	return u + "?" + q.Encode()
+}
+
+// versitygwPath returns bin/versitygw at the repository root, found by
+// walking up from the working directory to go.mod, or "" if absent.
+func versitygwPath() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, "bin", "versitygw")
+			if _, err := os.Stat(p); err != nil {
+				return ""
+			}
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// StartS3 starts the real versitygw (bin/versitygw, v1.8.0, built by make
+// deps) with its posix backend on a t.TempDir(), on a free loopback port
+// with random root credentials, creates one bucket and waits (up to 10 s)
+// until the gateway answers. The gateway is killed when the test ends.
+// Without the binary the test is skipped, or fails under CI=true.
+func StartS3(t testing.TB) S3Server {
+	t.Helper()
+	bin := versitygwPath()
+	if bin == "" {
+		SkipOrFail(t, "bin/versitygw not found at the repository root: run make deps")
+	}
+	s := S3Server{
+		AccessKey: "AK" + randHex(t, 9),
+		SecretKey: randHex(t, 20),
+		Bucket:    "chainvol-" + randHex(t, 4),
+		Dir:       t.TempDir(),
+	}
+	// A port picked by the kernel can be taken before versitygw binds it;
+	// try a few.
+	var err error
+	for range 3 {
+		if err = s.start(t, bin); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("start versitygw: %v", err)
+	}
+	return s
+}
+
+func (s *S3Server) start(t testing.TB, bin string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "--port", s.Endpoint, "--health", "/health", "--quiet", "posix", s.Dir)
+	// Secrets go through the environment, not argv, so ps cannot show them.
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	if err := waitHealthy("http://"+s.Endpoint+"/health", exited, 10*time.Second); err != nil {
+		stop()
+		return fmt.Errorf("%w; versitygw output:\n%s", err, out.String())
+	}
+	t.Cleanup(stop)
+	if err := s.makeBucket(); err != nil {
+		return fmt.Errorf("create bucket %s: %w", s.Bucket, err)
+	}
+	return nil
+}
+
+func waitHealthy(healthURL string, exited <-chan struct{}, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("versitygw exited during start")
+		default:
+		}
+		if resp, err := client.Get(healthURL); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("versitygw not healthy after %v", timeout)
+}
+
+func (s S3Server) makeBucket() error {
+	client, err := minio.New(s.Endpoint, &minio.Options{
+		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region:       "us-east-1",
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1"})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// lockedBuffer collects the gateway's output; the process writes it from
+// two goroutines of os/exec.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,111 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// noSpace wraps err so that an ENOSPC or EDQUOT from the filesystem reaches
+// the caller as ErrNoSpace (the driver maps it to RESOURCE_EXHAUSTED).
+func noSpace(op string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%s: %w: %w", op, ErrNoSpace, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// makeEmpty creates path as a sparse (thin) file of size bytes and fsyncs it.
+// The file must not exist yet (O_EXCL), so a stale one is never reused.
+func makeEmpty(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return noSpace("create data file", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return noSpace("size data file", err)
+	}
+	if err := f.Sync(); err != nil {
+		return noSpace("sync data file", err)
+	}
+	return f.Close()
+}
+
+// makeClone creates path as a copy of the file srcPath grown to size bytes
+// (size >= the source's size) and fsyncs it. With reflink the copy shares
+// the source's extents (FICLONE, O(1) in the size); without, the data
+// regions are copied and the holes left sparse.
+func makeClone(ctx context.Context, path, srcPath string, size int64, reflink bool) error {
+	src, err := os.Open(srcPath)
+	if err != nil {
+		return fmt.Errorf("open clone source: %w", err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("stat clone source: %w", err)
+	}
+	dst, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return noSpace("create clone", err)
+	}
+	defer dst.Close()
+	if reflink {
+		err = unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+		if err != nil {
+			err = noSpace("reflink clone", err)
+		}
+	} else {
+		err = sparseCopy(ctx, dst, src, fi.Size())
+	}
+	if err != nil {
+		return err
+	}
+	if size > fi.Size() {
+		if err := dst.Truncate(size); err != nil {
+			return noSpace("grow clone", err)
+		}
+	}
+	if err := dst.Sync(); err != nil {
+		return noSpace("sync clone", err)
+	}
+	return dst.Close()
+}
+
+// publish renames tmp onto final and fsyncs the directory, so that after it
+// returns the data file survives a power loss under its final name.
+func publish(tmp, final string) error {
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("publish data file: %w", err)
+	}
+	return syncDir(filepath.Dir(final))
+}
+
+// removeData removes path (absent is fine) and fsyncs its directory.
+func removeData(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove data file: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs the directory dir, making renames and removals inside it
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}

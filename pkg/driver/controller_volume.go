@@ -1,0 +1,110 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// getVolume returns a ready volume lvol; unknown ids, snapshots and volumes
+// still being restored are NotFound.
+func (d *Driver) getVolume(ctx context.Context, id string) (backend.LVol, error) {
+	if id == "" {
+		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	lv, err := d.pool.Get(ctx, id)
+	if err == nil && (lv.Kind != backend.KindVolume || lv.Labels[labelState] != "") {
+		err = backend.ErrNotFound
+	}
+	if err != nil {
+		return lv, poolError("volume "+id, err)
+	}
+	return lv, nil
+}
+
+// ValidateVolumeCapabilities confirms capabilities a volume can serve
+// (CSI spec "ValidateVolumeCapabilities"): supported modes, and the volume's
+// own access type and filesystem type.
+func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	access, fsType, err := checkCapabilities(req.GetVolumeCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parseVolumeParams(req.GetParameters()); err != nil {
+		return nil, err
+	}
+	if access != lv.Labels[labelAccessType] {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume was created for " + lv.Labels[labelAccessType] + " access"}, nil
+	}
+	if fs := lv.Labels[labelFSType]; fsType != "" && fs != "" && fsType != fs {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume holds a " + fs + " filesystem, not " + fsType}, nil
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext: req.GetVolumeContext(), VolumeCapabilities: req.GetVolumeCapabilities(), Parameters: req.GetParameters(),
+	}}, nil
+}
+
+// GetCapacity reports the pool's available bytes, or 0 for a topology that
+// is not this node's (CSI spec "GetCapacity").
+func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	if seg := req.GetAccessibleTopology().GetSegments(); len(seg) > 0 && seg[TopologyKey] != d.opts.NodeID {
+		return &csi.GetCapacityResponse{}, nil
+	}
+	if len(req.GetVolumeCapabilities()) > 0 {
+		if _, _, err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	c, err := d.pool.Capacity(ctx)
+	if err != nil {
+		return nil, poolError("pool capacity", err)
+	}
+	return &csi.GetCapacityResponse{
+		AvailableCapacity: c.AvailableBytes,
+		MaximumVolumeSize: &wrapperspb.Int64Value{Value: c.TotalBytes},
+	}, nil
+}
+
+// ControllerExpandVolume grows a volume's lvol; the node then refreshes the
+// loop device and grows the filesystem online (CSI spec "ControllerExpandVolume").
+func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	if req.GetCapacityRange() == nil {
+		return nil, status.Error(codes.InvalidArgument, "capacity_range is required")
+	}
+	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if !d.locks.tryLock(lv.ID) {
+		return nil, errBusy(lv.ID)
+	}
+	defer d.locks.unlock(lv.ID)
+	size, err := sizeFor(req.GetCapacityRange(), lv.SizeBytes)
+	if err != nil {
+		return nil, err
+	}
+	lv, err = d.pool.Resize(ctx, lv.ID, size)
+	if err != nil {
+		return nil, poolError("resize lvol", err)
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: lv.SizeBytes, NodeExpansionRequired: true}, nil
+}
+
+// ControllerGetVolume describes one volume (CSI spec "ControllerGetVolume").
+func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
+	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeResponse{Volume: d.csiVolume(lv, nil), Status: &csi.ControllerGetVolumeResponse_VolumeStatus{}}, nil
+}

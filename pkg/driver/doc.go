@@ -1,0 +1,12 @@
+// Package driver implements chainvol's CSI Identity, Controller and Node
+// services (CSI spec v1.13) over a node-local lvol pool (pkg/backend).
+//
+// One driver instance runs per node (a DaemonSet beside an external-provisioner
+// in node-deployment mode), so the controller service provisions from the
+// local pool only and reports this node's topology segment.
+//
+// The package never logs secrets (requests are sanitized with csi-lib-utils'
+// protosanitizer), never lets a request id reach a file path unvalidated, and
+// never returns a non-status error to gRPC: every error is mapped to a code in
+// errors.go.
+package driver

@@ -1,0 +1,92 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"k8s.io/klog/v2"
+	"k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// Version is the driver's version, reported by GetPluginInfo; set at link time.
+var Version = "0.1.0-dev"
+
+// Driver composes chainvol's Identity, Controller and Node servers over one
+// lvol pool. Create it with New and serve it with Run.
+type Driver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedControllerServer
+	csi.UnimplementedNodeServer
+
+	opts    Options
+	pool    backend.Pool
+	mounter *mount.SafeFormatAndMount
+	exec    utilexec.Interface
+	loops   *loopDevices
+	locks   *lockSet
+	metrics *metrics
+}
+
+// New builds a driver over an open pool. mounter and exec are injected so
+// that node code can be exercised with fault-injecting fakes; pass nil for the
+// real ones. It returns an error if opts do not validate.
+func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex utilexec.Interface) (*Driver, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if ex == nil {
+		ex = utilexec.New()
+	}
+	if mounter == nil {
+		mounter = &mount.SafeFormatAndMount{Interface: mount.New(""), Exec: ex}
+	}
+	return &Driver{
+		opts:    opts,
+		pool:    pool,
+		mounter: mounter,
+		exec:    ex,
+		loops:   &loopDevices{exec: ex},
+		locks:   newLockSet(),
+		metrics: newMetrics(),
+	}, nil
+}
+
+// Run serves the CSI services on the unix socket of opts.Endpoint until ctx is
+// cancelled, then stops gracefully. It removes a stale socket file first.
+func (d *Driver) Run(ctx context.Context) error {
+	path := socketPath(d.opts.Endpoint)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", path, err)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor))
+	csi.RegisterIdentityServer(srv, d)
+	csi.RegisterControllerServer(srv, d)
+	csi.RegisterNodeServer(srv, d)
+	go func() {
+		<-ctx.Done()
+		srv.GracefulStop()
+	}()
+	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
+	return srv.Serve(lis)
+}
+
+// topology is this node's accessible topology segment.
+func (d *Driver) topology() *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{TopologyKey: d.opts.NodeID}}
+}

@@ -1,0 +1,43 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// poolCode maps a pool error to the gRPC code the CSI spec asks for; the
+// caller chooses the message. Unknown errors are Internal.
+func poolCode(err error) codes.Code {
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, backend.ErrExists):
+		return codes.AlreadyExists
+	case errors.Is(err, backend.ErrNoSpace):
+		return codes.ResourceExhausted
+	case errors.Is(err, backend.ErrInvalid):
+		return codes.InvalidArgument
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	return codes.Internal
+}
+
+// poolError wraps a pool error in a status with the mapped code and a
+// message that starts with what was being done.
+func poolError(doing string, err error) error {
+	return status.Errorf(poolCode(err), "%s: %v", doing, err)
+}
+
+// errBusy is the answer when another operation holds the same key
+// (CSI spec "Concurrency": Aborted, the CO retries).
+func errBusy(key string) error {
+	return status.Errorf(codes.Aborted, "an operation on %q is already in progress; retry later", key)
+}

@@ -1,0 +1,135 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// poolFullRatio is the fraction of used pool space above which volumes and
+// the node's storage are reported degraded: thin lvols may fail writes soon.
+const poolFullRatio = 0.95
+
+// healthEntry builds one abnormal-health entry (CSI spec "VolumeHealth").
+func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHealth_VolumeHealthEntry {
+	return &csi.VolumeHealth_VolumeHealthEntry{Status: t, Reason: reason, Message: msg}
+}
+
+// volumeHealth checks a volume's backing lvol file and the pool's fullness;
+// the node side adds its loop device (stagingPath non-empty).
+func (d *Driver) volumeHealth(ctx context.Context, id, stagingPath string) (*csi.VolumeHealth, error) {
+	lv, err := d.getVolume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	h := &csi.VolumeHealth{VolumeId: lv.ID}
+	path, err := d.pool.DataPath(lv.ID)
+	if err == nil {
+		_, err = os.Stat(path)
+	}
+	if err != nil {
+		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DATA_LOSS, "LvolMissing",
+			fmt.Sprintf("the backing lvol of %s is missing from the pool: %v", lv.ID, err)))
+		return h, nil
+	}
+	if msg := d.poolNearlyFull(ctx); msg != "" {
+		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DEGRADED, "PoolNearlyFull", msg))
+	}
+	if stagingPath != "" {
+		if dev, err := d.loops.find(ctx, path); err == nil && dev == "" {
+			h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceMissing",
+				fmt.Sprintf("no loop device backs %s although it is staged at %s; unstage and stage it again", lv.ID, stagingPath)))
+		}
+	}
+	return h, nil
+}
+
+// poolNearlyFull returns a message when the pool is above poolFullRatio, "" otherwise.
+func (d *Driver) poolNearlyFull(ctx context.Context) string {
+	c, err := d.pool.Capacity(ctx)
+	if err != nil || c.TotalBytes == 0 {
+		return ""
+	}
+	used := float64(c.TotalBytes-c.AvailableBytes) / float64(c.TotalBytes)
+	if used < poolFullRatio {
+		return ""
+	}
+	return fmt.Sprintf("the pool is %.0f%% full (%d of %d bytes free); thin volumes may fail writes", used*100, c.AvailableBytes, c.TotalBytes)
+}
+
+// ControllerGetVolumeHealth reports one volume's health (CSI spec "ControllerGetVolumeHealth").
+func (d *Driver) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+	h, err := d.volumeHealth(ctx, req.GetVolumeId(), "")
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: h}, nil
+}
+
+// ControllerListVolumeHealth lists the volumes with an abnormal health
+// entry, paginated by id (CSI spec "ControllerListVolumeHealth").
+func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
+	vols, err := d.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	abnormal := map[string]*csi.VolumeHealth{}
+	for _, e := range vols.GetEntries() {
+		h, err := d.volumeHealth(ctx, e.GetVolume().GetVolumeId(), "")
+		if status.Code(err) == codes.NotFound {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if len(h.HealthStatuses) > 0 {
+			ids = append(ids, h.VolumeId)
+			abnormal[h.VolumeId] = h
+		}
+	}
+	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
+	for _, id := range ids[start:end] {
+		resp.Entries = append(resp.Entries, abnormal[id])
+	}
+	return resp, nil
+}
+
+// NodeGetVolumeHealth adds the node's view, its loop device, to the volume's
+// health (CSI spec "NodeGetVolumeHealth").
+func (d *Driver) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	staging := req.GetStagingTargetPath()
+	if staging != "" {
+		if _, err := os.Stat(staging); errors.Is(err, os.ErrNotExist) {
+			return nil, status.Errorf(codes.NotFound, "staging path %s does not exist", staging)
+		}
+	}
+	h, err := d.volumeHealth(ctx, req.GetVolumeId(), staging)
+	if err != nil {
+		return nil, err
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
+}
+
+// NodeGetStorageHealth reports the pool: unreachable when it does not
+// answer, degraded when nearly full (CSI spec "NodeGetStorageHealth").
+func (d *Driver) NodeGetStorageHealth(ctx context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
+	resp := &csi.NodeGetStorageHealthResponse{}
+	if _, err := d.pool.Capacity(ctx); err != nil {
+		resp.BackendHealth = append(resp.BackendHealth, &csi.NodeGetStorageHealthResponse_StorageBackendHealth{
+			Status: csi.StorageHealthErrorType_STORAGE_UNREACHABLE, Reason: "PoolUnavailable",
+			Message: fmt.Sprintf("the lvol pool at %s does not answer: %v", d.opts.PoolDir, err)})
+	} else if msg := d.poolNearlyFull(ctx); msg != "" {
+		resp.BackendHealth = append(resp.BackendHealth, &csi.NodeGetStorageHealthResponse_StorageBackendHealth{
+			Status: csi.StorageHealthErrorType_STORAGE_DEGRADED, Reason: "PoolNearlyFull", Message: msg})
+	}
+	return resp, nil
+}

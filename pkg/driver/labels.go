@@ -1,0 +1,34 @@
+package driver
+
+// Labels the driver records on lvols (backend.LVol.Labels). The pool never
+// interprets them; they carry what the node and later calls must know.
+const (
+	// labelFSType is the filesystem type on the volume: requested at
+	// creation, or found in a restored backup. Empty for block volumes.
+	labelFSType = "fsType"
+	// labelAccessType is "block" or "mount", from the creating capability.
+	labelAccessType = "accessType"
+	// labelRestoredFrom names the backup a volume was restored from
+	// (TARGET:CHAIN@BACKUP). Such a volume is never formatted by the node.
+	labelRestoredFrom = "restoredFrom"
+	// labelState is "restoring" while a restore fills the lvol; absent once ready.
+	labelState = "state"
+	// labelParams is a digest of the creation request's parameters, so that
+	// the same name with other parameters is AlreadyExists.
+	labelParams = "params"
+	// labelPVCName, labelPVCNamespace and labelPVName come from the
+	// external-provisioner's --extra-create-metadata parameters.
+	labelPVCName      = "pvcName"
+	labelPVCNamespace = "pvcNamespace"
+	labelPVName       = "pvName"
+)
+
+const (
+	accessBlock    = "block"
+	accessMount    = "mount"
+	stateRestoring = "restoring"
+)
+
+// labelHidden marks a snapshot the driver keeps for itself (the base of the
+// next incremental backup); ListSnapshots does not show it.
+const labelHidden = "hidden"

@@ -1,0 +1,308 @@
+package driver
+
+import (
+	"context"
+	"os"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+	"k8s.io/mount-utils"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// defaultFSType is used when neither the capability nor the lvol's labels
+// name a filesystem (the same default as mount-utils' FormatAndMount).
+const defaultFSType = "ext4"
+
+// NodeStageVolume attaches the volume's lvol to a loop device and, for a
+// mount capability, mounts its filesystem at the staging path, formatting
+// only a blank device (CSI spec "NodeStageVolume"). What this call did is
+// undone if a later step fails.
+func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
+	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
+		return nil, err
+	}
+	access, err := nodeCapability(req.GetVolumeCapability())
+	if err != nil {
+		return nil, err
+	}
+	lv, file, err := d.volumeFile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := stageable(lv, access); err != nil {
+		return nil, err
+	}
+	if !d.locks.tryLock(id) {
+		return nil, errBusy(id)
+	}
+	defer d.locks.unlock(id)
+
+	tx := &stageTx{loops: d.loops, file: file}
+	dev, err := tx.attach(ctx)
+	if err == nil && access == accessMount {
+		err = d.stageMount(lv, dev, target, req.GetVolumeCapability().GetMount())
+	}
+	if err != nil {
+		tx.rollback(ctx)
+		return nil, err
+	}
+	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access)
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume unmounts the staging path (leaving the directory to the
+// CO) and detaches the lvol's loop devices. Everything is found from the
+// kernel, so it is idempotent across driver restarts, and an unknown volume
+// whose staging path is not mounted is already unstaged
+// (CSI spec "NodeUnstageVolume": not staged → OK).
+func (d *Driver) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
+	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
+		return nil, err
+	}
+	if !d.locks.tryLock(id) {
+		return nil, errBusy(id)
+	}
+	defer d.locks.unlock(id)
+
+	file, err := d.unstageFile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	source, err := d.unmountAll(target)
+	if err != nil {
+		return nil, err
+	}
+	if file == "" {
+		// The lvol is gone (deleted while staged): release the device that
+		// was mounted here if it is a loop device over a pool file.
+		err = d.detachOrphan(ctx, source)
+	} else {
+		err = d.loops.detach(ctx, file)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "detach loop device of volume %s: %v", id, err)
+	}
+	klog.V(2).InfoS("unstaged volume", "volume", id, "path", target)
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// requireArgs returns InvalidArgument naming the first empty value of
+// name/value pairs (CSI spec: required fields).
+func requireArgs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return status.Errorf(codes.InvalidArgument, "%s is required", pairs[i])
+		}
+	}
+	return nil
+}
+
+// nodeCapability validates the capability of a node request and returns its
+// access type. A missing capability or a MULTI_NODE mode is InvalidArgument.
+func nodeCapability(c *csi.VolumeCapability) (string, error) {
+	if c == nil {
+		return "", status.Error(codes.InvalidArgument, "volume_capability is required")
+	}
+	access, _, err := checkCapability(c)
+	if err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "volume_capability: %v", err)
+	}
+	return access, nil
+}
+
+// volumeFile resolves a volume id to its lvol and data file. An unknown or
+// malformed id, or a snapshot's id, is NotFound (CSI spec "Volume does not
+// exist"); ids never reach a path except through the pool.
+func (d *Driver) volumeFile(ctx context.Context, id string) (backend.LVol, string, error) {
+	lv, err := d.pool.Get(ctx, id)
+	if err == nil && lv.Kind != backend.KindVolume {
+		err = backend.ErrNotFound
+	}
+	if err != nil {
+		return backend.LVol{}, "", poolError("volume "+id, err)
+	}
+	file, err := d.pool.DataPath(id)
+	if err != nil {
+		return backend.LVol{}, "", poolError("volume "+id, err)
+	}
+	return lv, file, nil
+}
+
+// stageable refuses a volume that is still being restored, or one created
+// for the other access type (CSI spec "Exceeds capabilities": FailedPrecondition).
+func stageable(lv backend.LVol, access string) error {
+	if lv.Labels[labelState] == stateRestoring {
+		return status.Errorf(codes.Unavailable, "volume %s is still being restored; retry when the restore has finished", lv.ID)
+	}
+	if want := lv.Labels[labelAccessType]; want != "" && want != access {
+		return status.Errorf(codes.FailedPrecondition, "volume %s was created for %s access and cannot be staged for %s access", lv.ID, want, access)
+	}
+	return nil
+}
+
+// unstageFile returns the lvol's data file, or "" when the lvol does not
+// exist (then there is nothing of ours left to detach by file).
+func (d *Driver) unstageFile(ctx context.Context, id string) (string, error) {
+	_, file, err := d.volumeFile(ctx, id)
+	if status.Code(err) == codes.NotFound {
+		return "", nil
+	}
+	return file, err
+}
+
+// stageTx records what one NodeStageVolume did so that a failure can undo it
+// (ceph-csi stageTransaction): a loop device this call attached is detached
+// again; one that was already attached (a staged volume) is left alone.
+type stageTx struct {
+	loops    *loopDevices
+	file     string
+	attached bool
+}
+
+// attach returns the loop device of the lvol, attaching one if needed.
+func (tx *stageTx) attach(ctx context.Context) (string, error) {
+	dev, err := tx.loops.find(ctx, tx.file)
+	if err == nil && dev == "" {
+		dev, err = tx.loops.attach(ctx, tx.file)
+		tx.attached = err == nil
+	}
+	if err != nil {
+		return "", status.Errorf(codes.Internal, "attach a loop device: %v", err)
+	}
+	return dev, nil
+}
+
+// rollback detaches the loop device if this transaction attached it.
+func (tx *stageTx) rollback(ctx context.Context) {
+	if !tx.attached {
+		return
+	}
+	if err := tx.loops.detach(ctx, tx.file); err != nil {
+		klog.ErrorS(err, "rollback of NodeStageVolume: detach loop device", "file", tx.file)
+	}
+}
+
+// stageMount mounts dev's filesystem at target. It is idempotent when dev is
+// already mounted there, refuses to format a device that holds data or a
+// restored volume, and grows a filesystem smaller than its device.
+func (d *Driver) stageMount(lv backend.LVol, dev, target string, mnt *csi.VolumeCapability_MountVolume) error {
+	fsType := firstNonEmpty(mnt.GetFsType(), lv.Labels[labelFSType], defaultFSType)
+	if done, err := stagedAlready(dev, target, fsType); err != nil || done {
+		return err
+	}
+	if err := d.checkFormat(lv, dev, fsType); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return status.Errorf(codes.Internal, "create staging path: %v", err)
+	}
+	if err := d.mounter.FormatAndMount(dev, target, fsType, mountOptions(fsType, mnt.GetMountFlags())); err != nil {
+		return status.Errorf(codes.Internal, "format and mount %s at %s as %s: %v", dev, target, fsType, err)
+	}
+	if err := d.growFS(dev, target); err != nil {
+		if uerr := d.mounter.Unmount(target); uerr != nil {
+			klog.ErrorS(uerr, "rollback of NodeStageVolume: unmount", "path", target)
+		}
+		return status.Errorf(codes.Internal, "grow the %s filesystem on %s to its device size: %v", fsType, dev, err)
+	}
+	return nil
+}
+
+// stagedAlready reports whether dev is mounted at target as fsType. Another
+// device, or another filesystem type, there is AlreadyExists (CSI spec
+// "Volume published but is incompatible").
+func stagedAlready(dev, target, fsType string) (bool, error) {
+	m, err := mountAt(target)
+	if err != nil || m == nil {
+		return false, err
+	}
+	rdev, err := deviceNumber(dev)
+	if err != nil {
+		return false, status.Errorf(codes.Internal, "%v", err)
+	}
+	if !onDevice(m, rdev) {
+		return false, status.Errorf(codes.AlreadyExists, "staging path %s already has %s mounted, not this volume's device %s", target, m.Source, dev)
+	}
+	if m.FsType != fsType {
+		return false, status.Errorf(codes.AlreadyExists, "volume is staged at %s as %s but the request asks for %s", target, m.FsType, fsType)
+	}
+	return true, nil
+}
+
+// checkFormat refuses to mount dev when its filesystem is not fsType, and
+// refuses to let a restored volume be formatted: a blank device there means
+// the restore did not deliver a filesystem, and formatting would hide it.
+func (d *Driver) checkFormat(lv backend.LVol, dev, fsType string) error {
+	found, err := d.mounter.GetDiskFormat(dev)
+	if err != nil {
+		return status.Errorf(codes.Internal, "detect the filesystem on %s: %v", dev, err)
+	}
+	if from := lv.Labels[labelRestoredFrom]; found == "" && from != "" {
+		return status.Errorf(codes.FailedPrecondition, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
+	}
+	if found != "" && found != fsType {
+		return status.Errorf(codes.FailedPrecondition, "volume %s holds a %s filesystem but %s was requested; refusing to format or mount it as %s", lv.ID, found, fsType, fsType)
+	}
+	return nil
+}
+
+// mountOptions adds nouuid for XFS: restores and clones share their source's
+// UUID, and XFS refuses a second mount of a UUID on the same node.
+func mountOptions(fsType string, flags []string) []string {
+	opts := slices.Clone(flags)
+	if fsType == "xfs" && !slices.Contains(opts, "nouuid") {
+		opts = append(opts, "nouuid")
+	}
+	return opts
+}
+
+// growFS grows the filesystem mounted at mountPath to the size of dev (after
+// a restore into a bigger volume, or an expansion while unstaged).
+func (d *Driver) growFS(dev, mountPath string) error {
+	r := mount.NewResizeFs(d.exec)
+	need, err := r.NeedResize(dev, mountPath)
+	if err != nil || !need {
+		return err
+	}
+	_, err = r.Resize(dev, mountPath)
+	return err
+}
+
+// unmountAll unmounts everything stacked on path, keeping the directory
+// (the CO removes it), and returns the source of the first mount found.
+func (d *Driver) unmountAll(path string) (string, error) {
+	source := ""
+	for range maxStacked {
+		m, err := mountAt(path)
+		if err != nil || m == nil {
+			return source, err
+		}
+		if source == "" {
+			source = m.Source
+		}
+		if err := d.mounter.Unmount(path); err != nil {
+			return source, status.Errorf(codes.Internal, "unmount %s: %v", path, err)
+		}
+	}
+	return source, status.Errorf(codes.Internal, "%s is still mounted after %d unmounts", path, maxStacked)
+}
+
+// maxStacked bounds unmountAll: more mounts stacked on one path than this
+// is not something NodeStageVolume made.
+const maxStacked = 8
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,93 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// NodeGetVolumeStats reports the bytes and inodes of a mounted volume from
+// statfs, or the size of a raw block volume (CSI spec "NodeGetVolumeStats":
+// used and available MAY be omitted for block). It takes no lock: the
+// kubelet polls it and a read must not make stage or expand answer Aborted.
+func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	id, p := req.GetVolumeId(), req.GetVolumePath()
+	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
+		return nil, err
+	}
+	_, file, err := d.volumeFile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	_, block, err := d.volumeAt(ctx, id, file, p)
+	if err != nil {
+		return nil, err
+	}
+	if block {
+		size, err := deviceSize(p)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "size of block volume %s: %v", id, err)
+		}
+		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+			{Unit: csi.VolumeUsage_BYTES, Total: size},
+		}}, nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(p, &fs); err != nil {
+		return nil, status.Errorf(codes.Internal, "statfs %s: %v", p, err)
+	}
+	return &csi.NodeGetVolumeStatsResponse{Usage: fsUsage(&fs)}, nil
+}
+
+// fsUsage converts statfs results to CSI usage: bytes available to
+// unprivileged users, and inodes.
+func fsUsage(fs *unix.Statfs_t) []*csi.VolumeUsage {
+	bs := fs.Bsize
+	return []*csi.VolumeUsage{{
+		Unit:      csi.VolumeUsage_BYTES,
+		Total:     int64(fs.Blocks) * bs,
+		Available: int64(fs.Bavail) * bs,
+		Used:      int64(fs.Blocks-fs.Bfree) * bs,
+	}, {
+		Unit:      csi.VolumeUsage_INODES,
+		Total:     int64(fs.Files),
+		Available: int64(fs.Ffree),
+		Used:      int64(fs.Files - fs.Ffree),
+	}}
+}
+
+// volumeAt returns the loop device of the lvol file and whether p exposes
+// it as a raw block device (the device file) rather than a filesystem path
+// on it. A path that does not exist or belongs to something else is
+// NotFound (CSI spec: "does not exist on specified volume_path").
+func (d *Driver) volumeAt(ctx context.Context, id, file, p string) (dev string, block bool, err error) {
+	dev, err = d.loops.find(ctx, file)
+	if err != nil {
+		return "", false, status.Errorf(codes.Internal, "find the loop device of volume %s: %v", id, err)
+	}
+	if dev == "" {
+		return "", false, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	rdev, err := deviceNumber(dev)
+	if err != nil {
+		return "", false, status.Errorf(codes.Internal, "%v", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", false, status.Errorf(codes.NotFound, "volume path %s does not exist", p)
+		}
+		return "", false, status.Errorf(codes.Internal, "stat %s: %v", p, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == rdev:
+		return dev, true, nil
+	case st.Dev == rdev:
+		return dev, false, nil
+	}
+	return "", false, status.Errorf(codes.NotFound, "volume %s is not at %s (that path is not on its device %s)", id, p, dev)
+}

@@ -1,0 +1,126 @@
+package driver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Parameter keys of CreateVolume (StorageClass parameters).
+const (
+	// ParamFromBackup asks for a volume restored from an archived backup:
+	// "[TARGET:]CHAIN@BACKUP", BACKUP may be "latest"; ${pvc.namespace} and
+	// ${pvc.name} are filled from the external-provisioner's metadata.
+	ParamFromBackup = "fromBackup"
+	// ParamBackupTarget names the backup target when fromBackup does not.
+	ParamBackupTarget = "backupTarget"
+
+	// Keys the external-provisioner adds with --extra-create-metadata.
+	paramPVCName      = "csi.storage.k8s.io/pvc/name"
+	paramPVCNamespace = "csi.storage.k8s.io/pvc/namespace"
+	paramPVName       = "csi.storage.k8s.io/pv/name"
+	// reservedPrefix marks keys the CO owns; they are accepted and ignored
+	// unless listed above (Kubernetes CSI external-provisioner conventions).
+	reservedPrefix = "csi.storage.k8s.io/"
+)
+
+// volumeParams are the parsed CreateVolume parameters.
+type volumeParams struct {
+	FromBackup   string
+	BackupTarget string
+	PVCName      string
+	PVCNamespace string
+	PVName       string
+	// Digest identifies the parameter set, to tell an idempotent retry from
+	// a conflicting request with the same name.
+	Digest string
+}
+
+// validVolumeParams are the keys a StorageClass may set (besides reserved ones).
+var validVolumeParams = []string{ParamFromBackup, ParamBackupTarget}
+
+// parseVolumeParams validates CreateVolume parameters. Unknown keys are
+// InvalidArgument with the list of valid ones.
+func parseVolumeParams(params map[string]string) (volumeParams, error) {
+	p := volumeParams{
+		FromBackup:   params[ParamFromBackup],
+		BackupTarget: params[ParamBackupTarget],
+		PVCName:      params[paramPVCName],
+		PVCNamespace: params[paramPVCNamespace],
+		PVName:       params[paramPVName],
+		Digest:       digestParams(params),
+	}
+	for k := range params {
+		if strings.HasPrefix(k, reservedPrefix) || slices.Contains(validVolumeParams, k) {
+			continue
+		}
+		return p, status.Errorf(codes.InvalidArgument, "unknown parameter %q; valid parameters are %s (and %s* keys)",
+			k, strings.Join(validVolumeParams, ", "), reservedPrefix)
+	}
+	return p, nil
+}
+
+// digestParams hashes the parameters that define the volume's content,
+// leaving out per-PVC metadata that does not.
+func digestParams(params map[string]string) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		if k == paramPVName {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%q=%q\n", k, params[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Parameter keys of CreateSnapshot (VolumeSnapshotClass parameters).
+const (
+	// ParamBackup "true" archives the snapshot to a backup target; "false"
+	// or absent keeps a local reflink snapshot only.
+	ParamBackup = "backup"
+)
+
+// snapshotParams are the parsed CreateSnapshot parameters.
+type snapshotParams struct {
+	Backup       bool
+	BackupTarget string
+}
+
+// validSnapshotParams are the keys a VolumeSnapshotClass may set.
+var validSnapshotParams = []string{ParamBackup, ParamBackupTarget}
+
+// parseSnapshotParams validates CreateSnapshot parameters; unknown keys and
+// a backup value other than "true"/"false" are InvalidArgument.
+func parseSnapshotParams(params map[string]string) (snapshotParams, error) {
+	var p snapshotParams
+	for k, v := range params {
+		switch {
+		case strings.HasPrefix(k, reservedPrefix):
+		case k == ParamBackup:
+			if v != "true" && v != "false" {
+				return p, status.Errorf(codes.InvalidArgument, "parameter %s must be \"true\" or \"false\", not %q", ParamBackup, v)
+			}
+			p.Backup = v == "true"
+		case k == ParamBackupTarget:
+			p.BackupTarget = v
+		default:
+			return p, status.Errorf(codes.InvalidArgument, "unknown snapshot parameter %q; valid parameters are %s (and %s* keys)",
+				k, strings.Join(validSnapshotParams, ", "), reservedPrefix)
+		}
+	}
+	if p.BackupTarget != "" && !p.Backup {
+		return p, status.Errorf(codes.InvalidArgument, "parameter %s needs %s: \"true\"", ParamBackupTarget, ParamBackup)
+	}
+	return p, nil
+}

@@ -1,0 +1,227 @@
+package s3chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// backupJob is the state of one running backup.
+type backupJob struct {
+	r       *Repo
+	o       *BackupOptions
+	cfg     *chainConfig
+	id      string
+	src     *os.File
+	base    *os.File // nil: no FIEMAP comparison
+	size    int64    // volume bytes
+	bs      int64    // block bytes
+	workers int
+
+	parent    *Manifest
+	parentMap []digest // the parent's volume image; nil for a full backup
+	prev      []digest // parentMap fitted to this volume's blocks
+	cur       []digest // this volume image, filled in by plan and workers
+
+	mu    sync.Mutex
+	known map[digest]bool // objects stored (or being stored) in the chain
+
+	scanned, uploaded, stored, done atomic.Int64
+	zero, dedup                     atomic.Int64
+}
+
+func (j *backupJob) close() {
+	if j.src != nil {
+		j.src.Close()
+	}
+	if j.base != nil {
+		j.base.Close()
+	}
+}
+
+func (j *backupJob) blockLen(i int64) int64 { return min(j.bs, j.size-i*j.bs) }
+
+// plan fills prev and cur and returns the blocks that must be read. A block
+// is settled without reading when it is a hole in the source (zero) or,
+// with a base snapshot, when its extents are the base's (unchanged).
+func (j *backupJob) plan() ([]int64, error) {
+	n := (j.size + j.bs - 1) / j.bs
+	j.prev = make([]digest, n)
+	copy(j.prev, j.parentMap)
+	j.cur = make([]digest, n)
+	// Blocks wholly inside the parent's volume can be unchanged; its partial
+	// last block cannot when the size changed (its length differs).
+	stable := int64(0)
+	var srcExt, baseExt []extent
+	if j.base != nil {
+		var errA, errB error
+		srcExt, errA = fiemap(j.src, j.size)
+		baseExt, errB = fiemap(j.base, j.size)
+		if errA == nil && errB == nil {
+			stable = j.parent.SizeBytes / j.bs
+			if j.parent.SizeBytes == j.size {
+				stable = n
+			}
+		}
+	}
+	spans := dataSpans(j.src, j.size)
+	var toRead []int64
+	for i, s := int64(0), 0; i < n; i++ {
+		off, end := i*j.bs, i*j.bs+j.blockLen(i)
+		if i < stable && sameExtents(srcExt, baseExt, off, end) {
+			j.cur[i] = j.prev[i]
+			j.done.Add(end - off)
+			continue
+		}
+		for s < len(spans) && spans[s].End <= off {
+			s++
+		}
+		if s == len(spans) || spans[s].Off >= end {
+			j.zero.Add(1) // a hole: cur[i] stays zero
+			j.done.Add(end - off)
+			continue
+		}
+		toRead = append(toRead, i)
+	}
+	j.report()
+	return toRead, nil
+}
+
+func (j *backupJob) report() {
+	if j.o.Progress != nil {
+		j.o.Progress(Progress{DoneBytes: j.done.Load(), TotalBytes: j.size})
+	}
+}
+
+// run reads, digests and uploads the blocks in toRead with j.workers
+// goroutines, each holding one block buffer and one object buffer.
+func (j *backupJob) run(ctx context.Context, toRead []int64) error {
+	g, ctx := errgroup.WithContext(ctx)
+	next := make(chan int64)
+	g.Go(func() error {
+		defer close(next)
+		for _, i := range toRead {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for range j.workers {
+		g.Go(func() error {
+			buf := make([]byte, j.bs)
+			scratch := make([]byte, 0, j.bs+j.bs/8)
+			for i := range next {
+				if err := j.block(ctx, i, buf, scratch); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// block handles one block: read, zero check, digest, compare with the
+// parent, deduplicate, encode and upload.
+func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) error {
+	off, l := i*j.bs, j.blockLen(i)
+	data := buf[:l]
+	if _, err := j.src.ReadAt(data, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // a short read would store a wrong block
+		}
+		return fmt.Errorf("read block %d of %s: %w", i, j.o.Source, err)
+	}
+	j.scanned.Add(l)
+	defer func() { j.done.Add(l); j.report() }()
+	if isZero(data) {
+		j.zero.Add(1)
+		return nil
+	}
+	d := blockDigest(j.cfg.key, data)
+	j.cur[i] = d
+	if d == j.prev[i] {
+		return nil
+	}
+	j.mu.Lock()
+	seen := j.known[d]
+	j.known[d] = true
+	j.mu.Unlock()
+	if seen {
+		j.dedup.Add(1)
+		return nil
+	}
+	obj, err := j.r.encodeBlock(data, d, scratch)
+	if err != nil {
+		return fmt.Errorf("block %d: %w", i, err)
+	}
+	if err := j.r.store.Put(ctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
+		return fmt.Errorf("upload block %d: %w", i, err)
+	}
+	j.uploaded.Add(l)
+	j.stored.Add(int64(len(obj)))
+	return nil
+}
+
+// manifest builds the new backup's manifest from prev and cur: every block
+// whose digest differs from the parent's image is listed.
+func (j *backupJob) manifest(start time.Time) *Manifest {
+	o := j.o
+	m := &Manifest{FormatVersion: FormatVersion, Chain: o.Chain, ID: j.id, CreatedAt: start.UTC(),
+		SizeBytes: j.size, BlockSize: j.bs, VolumeMode: o.VolumeMode, FSType: o.FSType,
+		SourceVolume: o.SourceVolume, Node: o.Node, GroupID: o.GroupID, Member: o.Member,
+		StoredBytes: j.stored.Load(), Blocks: []BlockRef{}}
+	if j.parent != nil {
+		m.ParentID = j.parent.ID
+		// Keep "latest" well defined even when clocks differ between nodes.
+		if !m.CreatedAt.After(j.parent.CreatedAt) {
+			m.CreatedAt = j.parent.CreatedAt.Add(time.Microsecond)
+		}
+	}
+	for i := range j.cur {
+		if j.cur[i] == j.prev[i] {
+			continue
+		}
+		if j.cur[i].isZero() {
+			m.Blocks = append(m.Blocks, BlockRef{Index: int64(i)})
+			m.ZeroBlocks++
+			continue
+		}
+		m.Blocks = append(m.Blocks, BlockRef{Index: int64(i), Digest: j.cur[i].String()})
+		m.DataBlocks++
+		m.DataBytes += j.blockLen(int64(i))
+	}
+	m.AllocatedBytes = allocatedBytes(j.size, j.bs, j.cur)
+	m.VolumeDigest = volumeDigest(j.size, j.bs, j.cur)
+	return m
+}
+
+func (j *backupJob) stats(m *Manifest, d time.Duration) BackupStats {
+	return BackupStats{ScannedBytes: j.scanned.Load(), ChangedBytes: m.DataBytes,
+		UploadedBytes: j.uploaded.Load(), StoredBytes: j.stored.Load(), Blocks: m.DataBlocks,
+		ZeroBlocks: int(j.zero.Load()), DedupBlocks: int(j.dedup.Load()), Duration: d}
+}
+
+// commitBackup links m to its parent as it is now (a DeleteBackup of an
+// older backup may have rewritten the parent's manifest meanwhile without
+// changing its volume image) and writes it.
+func (r *Repo) commitBackup(ctx context.Context, cfg *chainConfig, m *Manifest) error {
+	if m.ParentID != "" {
+		p, err := r.loadManifest(ctx, cfg, m.ParentID)
+		if err != nil {
+			return fmt.Errorf("%w: parent of new backup %q: %w", ErrChainBroken, m.ID, err)
+		}
+		m.ParentDigest = p.Digest()
+	}
+	return r.putManifest(ctx, cfg, m)
+}

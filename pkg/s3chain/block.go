@@ -1,0 +1,119 @@
+package s3chain
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/crypto/blake2b"
+)
+
+// digest is a block's keyed BLAKE2b-256; the zero value stands for an
+// all-zero block, which has no object (a real digest of 32 zero bytes has
+// probability 2^-256).
+type digest [32]byte
+
+func (d digest) isZero() bool { return d == digest{} }
+
+func (d digest) String() string { return hex.EncodeToString(d[:]) }
+
+// parseDigest reads a manifest digest; "" is the zero block.
+func parseDigest(s string) (digest, error) {
+	var d digest
+	if s == "" {
+		return d, nil
+	}
+	if !isHexDigest(s) {
+		return d, fmt.Errorf("%w: malformed digest %q", ErrInvalidManifest, s)
+	}
+	_, err := hex.Decode(d[:], []byte(s))
+	return d, err
+}
+
+// blockDigest returns the digest of data keyed by the chain's digest key:
+// a keyed hash (RFC 7693 §2.5) so block names reveal nothing about content
+// to whoever cannot read the key.
+func blockDigest(key, data []byte) digest {
+	h, err := blake2b.New256(key)
+	if err != nil { // only for keys over 64 bytes
+		panic(err)
+	}
+	h.Write(data)
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
+// Block object payload kinds, the first byte of the (decrypted) object.
+const (
+	kindRaw  = 0x01 // the block bytes as they are (incompressible)
+	kindZstd = 0x02 // one zstd frame (RFC 8878) of the block bytes
+)
+
+// zstd coders are safe for concurrent EncodeAll/DecodeAll and keep their
+// own pools, so one pair serves every worker of every Repo.
+var coders = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		panic(err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxBlockSize+1), zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		panic(err)
+	}
+	return enc, dec
+})
+
+// encodeBlock returns the object of one block (FORMAT.md §6): kind byte and
+// payload, zstd-compressed when that saves space, then sealed when the repo
+// is encrypted. It decodes the result again and compares, so a codec bug
+// never reaches the store (restic verifies before upload the same way).
+func (r *Repo) encodeBlock(data []byte, d digest, scratch []byte) ([]byte, error) {
+	enc, _ := coders()
+	obj := enc.EncodeAll(data, append(scratch[:0], kindZstd))
+	if len(obj) >= len(data)+1 {
+		obj = append(obj[:0], kindRaw)
+		obj = append(obj, data...)
+	}
+	if r.aead != nil {
+		obj = r.seal(obj, []byte(d.String()))
+	}
+	back, err := r.decodeBlock(obj, d, int64(len(data)), nil)
+	if err != nil || !bytes.Equal(back, data) {
+		return nil, fmt.Errorf("block codec self-check failed: %v", err)
+	}
+	return obj, nil
+}
+
+// decodeBlock opens a block object into buf (reused when large enough) and
+// checks its length (want bytes) and keyed digest. It does not know the
+// digest key: the caller checks the digest (verifyBlock).
+func (r *Repo) decodeBlock(obj []byte, d digest, want int64, buf []byte) ([]byte, error) {
+	var err error
+	if r.aead != nil {
+		if obj, err = r.open(obj, []byte(d.String())); err != nil {
+			return nil, fmt.Errorf("cannot decrypt: %v", err)
+		}
+	}
+	if len(obj) == 0 {
+		return nil, fmt.Errorf("empty object")
+	}
+	var out []byte
+	switch obj[0] {
+	case kindRaw:
+		out = append(buf[:0], obj[1:]...)
+	case kindZstd:
+		_, dec := coders()
+		if out, err = dec.DecodeAll(obj[1:], buf[:0]); err != nil {
+			return nil, fmt.Errorf("cannot decompress: %v", err)
+		}
+	default:
+		return nil, fmt.Errorf("unknown block kind %#x", obj[0])
+	}
+	if int64(len(out)) != want {
+		return nil, fmt.Errorf("block is %d bytes, want %d", len(out), want)
+	}
+	return out, nil
+}

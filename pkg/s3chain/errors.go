@@ -1,0 +1,40 @@
+package s3chain
+
+import "errors"
+
+// Sentinel errors of the chain format and its engines. They are wrapped with
+// %w together with the backup id, block index or path they concern, so
+// callers match them with errors.Is and show the message to people.
+var (
+	// ErrBackupNotFound: the chain has no manifest with the requested backup
+	// id, or no backup at all when "latest" was requested.
+	ErrBackupNotFound = errors.New("backup not found")
+	// ErrChainBroken: a manifest the requested backup depends on is missing,
+	// or a hash link (ParentDigest) or the volume digest does not match.
+	ErrChainBroken = errors.New("backup chain broken")
+	// ErrCorruptBlock: a block object is missing, cannot be decoded, or its
+	// content does not match the digest its manifest records.
+	ErrCorruptBlock = errors.New("corrupt or missing block")
+	// ErrWrongKey: the encryption key does not open the chain (or a key was
+	// given for an unencrypted chain, or none for an encrypted one).
+	ErrWrongKey = errors.New("wrong encryption key")
+	// ErrTargetTooSmall: the restore target is smaller than the backup's
+	// volume size.
+	ErrTargetTooSmall = errors.New("restore target smaller than backup")
+	// ErrFormatVersion: an object was written by a newer (or unknown) version
+	// of the chain format (docs/FORMAT.md) than this reader understands.
+	ErrFormatVersion = errors.New("unsupported chain format version")
+	// ErrInvalidChain: a chain name or backup id breaks the naming rules of
+	// ValidChainName / ValidBackupID.
+	ErrInvalidChain = errors.New("invalid chain name or backup id")
+	// ErrInvalidManifest: a manifest object is not a well-formed manifest of
+	// a supported version (bad JSON, out-of-range block, bad MAC).
+	ErrInvalidManifest = errors.New("invalid manifest")
+	// ErrInvalidOptions: BackupOptions/RestoreOptions/RepoOptions are
+	// inconsistent (bad key length, block size differing from the chain's,
+	// a Parent that is not the chain's latest backup).
+	ErrInvalidOptions = errors.New("invalid options")
+	// ErrBackupExists: a backup with the requested id already exists in the
+	// chain.
+	ErrBackupExists = errors.New("backup already exists")
+)

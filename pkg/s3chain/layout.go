@@ -1,0 +1,29 @@
+package s3chain
+
+// Object keys of the chain format (FORMAT.md §2). Every chain lives under
+// its escaped name in four top-level prefixes, so listing the chains reads
+// only the small config objects, never the blocks.
+const (
+	configPrefix   = "chains/"
+	manifestPrefix = "manifests/"
+	pendingPrefix  = "pending/"
+	blockPrefix    = "blocks/"
+)
+
+func configKey(chain string) string { return configPrefix + encodeChain(chain) + ".json" }
+
+func manifestDir(chain string) string { return manifestPrefix + encodeChain(chain) + "/" }
+
+func manifestKey(chain, id string) string { return manifestDir(chain) + id + ".json" }
+
+func pendingDir(chain string) string { return pendingPrefix + encodeChain(chain) + "/" }
+
+func pendingKey(chain, id string) string { return pendingDir(chain) + id + ".json" }
+
+func blockDir(chain string) string { return blockPrefix + encodeChain(chain) + "/" }
+
+// blockKey fans blocks out by the first two hex digits of their digest, so a
+// file store keeps directories small (256 of them).
+func blockKey(chain, digest string) string {
+	return blockDir(chain) + digest[:2] + "/" + digest
+}

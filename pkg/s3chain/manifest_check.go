@@ -1,0 +1,88 @@
+package s3chain
+
+import "fmt"
+
+// validate checks what a manifest must satisfy on its own (FORMAT.md §4).
+func (m *Manifest) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: backup %q: %s", ErrInvalidManifest, m.ID, fmt.Sprintf(format, a...))
+	}
+	if err := ValidChainName(m.Chain); err != nil {
+		return bad("%v", err)
+	}
+	if err := ValidBackupID(m.ID); err != nil {
+		return bad("%v", err)
+	}
+	if (m.ParentID == "") != (m.ParentDigest == "") {
+		return bad("parentId and parentDigest must be both set or both empty")
+	}
+	if m.ParentID != "" {
+		if err := ValidBackupID(m.ParentID); err != nil {
+			return bad("%v", err)
+		}
+		if !isHexDigest(m.ParentDigest) {
+			return bad("parentDigest is not 64 hex digits")
+		}
+	}
+	if err := checkBlockSize(m.BlockSize); err != nil {
+		return bad("%v", err)
+	}
+	if m.SizeBytes < 0 || m.SizeBytes > 1<<50 {
+		return bad("volume size %d out of range", m.SizeBytes)
+	}
+	if !isHexDigest(m.VolumeDigest) || !isHexDigest(m.MAC) {
+		return bad("volumeDigest and mac must be 64 hex digits")
+	}
+	return m.validateBlocks(bad)
+}
+
+func (m *Manifest) validateBlocks(bad func(string, ...any) error) error {
+	n := m.NumBlocks()
+	var data, zero int
+	var dataBytes int64
+	for k, b := range m.Blocks {
+		if b.Index < 0 || b.Index >= n {
+			return bad("block %d outside the volume's %d blocks", b.Index, n)
+		}
+		if k > 0 && b.Index <= m.Blocks[k-1].Index {
+			return bad("block list not sorted and unique at block %d", b.Index)
+		}
+		switch {
+		case b.Digest == "":
+			zero++
+		case isHexDigest(b.Digest):
+			data++
+			dataBytes += m.blockLen(b.Index)
+		default:
+			return bad("block %d has a malformed digest", b.Index)
+		}
+	}
+	if m.ParentID == "" && zero > 0 {
+		return bad("a full backup lists zero blocks")
+	}
+	if data != m.DataBlocks || zero != m.ZeroBlocks || dataBytes != m.DataBytes {
+		return bad("counts do not match the block list")
+	}
+	return nil
+}
+
+// checkBlockSize enforces MinBlockSize..MaxBlockSize and 4 KiB alignment.
+func checkBlockSize(bs int64) error {
+	if bs < MinBlockSize || bs > MaxBlockSize || bs%4096 != 0 {
+		return fmt.Errorf("block size %d bytes is not a multiple of 4096 in [%d, %d]", bs, MinBlockSize, MaxBlockSize)
+	}
+	return nil
+}
+
+// isHexDigest reports whether s is 64 lower-case hex digits (32 bytes).
+func isHexDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

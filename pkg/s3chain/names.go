@@ -1,0 +1,100 @@
+package s3chain
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// MaxChainNameLen is the longest chain name in bytes: a Kubernetes
+// "NAMESPACE/NAME" (63 + 1 + 36 for a pvc-UUID) or a CSI volume name fits,
+// and the escaped key stays far below S3's 1024-byte key limit.
+const MaxChainNameLen = 100
+
+// ValidChainName returns nil if name can name a chain, else an error
+// wrapping ErrInvalidChain. A name is 1..100 bytes of [A-Za-z0-9._-]
+// segments separated by single '/', with no empty, "." or ".." segment
+// (like "NAMESPACE/NAME" or a CSI volume name "pvc-<uuid>").
+func ValidChainName(name string) error {
+	if name == "" || len(name) > MaxChainNameLen {
+		return fmt.Errorf("%w: chain name %q must be 1..%d bytes", ErrInvalidChain, name, MaxChainNameLen)
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%w: chain name %q has an empty, \".\" or \"..\" segment", ErrInvalidChain, name)
+		}
+		for i := 0; i < len(seg); i++ {
+			if !isNameByte(seg[i]) {
+				return fmt.Errorf("%w: chain name %q: byte %q not in [A-Za-z0-9._-/]", ErrInvalidChain, name, seg[i])
+			}
+		}
+	}
+	return nil
+}
+
+// MaxBackupIDLen is the longest backup id in bytes.
+const MaxBackupIDLen = 64
+
+// ValidBackupID returns nil if id can name a backup, else an error wrapping
+// ErrInvalidChain: 1..64 bytes of [A-Za-z0-9._-] starting with a letter or
+// digit. "latest" is reserved for the newest backup.
+func ValidBackupID(id string) error {
+	if id == "" || len(id) > MaxBackupIDLen || id == "latest" || !isAlnum(id[0]) {
+		return fmt.Errorf("%w: backup id %q must be 1..%d bytes, start with a letter or digit, and not be \"latest\"", ErrInvalidChain, id, MaxBackupIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if !isNameByte(id[i]) {
+			return fmt.Errorf("%w: backup id %q: byte %q not in [A-Za-z0-9._-]", ErrInvalidChain, id, id[i])
+		}
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isNameByte(c byte) bool { return isAlnum(c) || c == '.' || c == '_' || c == '-' }
+
+// encodeChain turns a chain name into one key segment: letters, digits and
+// '-' stay, every other byte becomes "_xx" (lower-case hex). The result has
+// no '/', never starts with '.', and decodes back uniquely (FORMAT.md §2).
+func encodeChain(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if isAlnum(c) || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	return b.String()
+}
+
+// decodeChain reverses encodeChain; it fails on anything encodeChain would
+// not produce for a valid name.
+func decodeChain(seg string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c != '_' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(seg) {
+			return "", fmt.Errorf("%w: bad escaped chain %q", ErrInvalidChain, seg)
+		}
+		v, err := hex.DecodeString(seg[i+1 : i+3])
+		if err != nil {
+			return "", fmt.Errorf("%w: bad escaped chain %q", ErrInvalidChain, seg)
+		}
+		b.WriteByte(v[0])
+		i += 2
+	}
+	name := b.String()
+	if err := ValidChainName(name); err != nil || encodeChain(name) != seg {
+		return "", fmt.Errorf("%w: bad escaped chain %q", ErrInvalidChain, seg)
+	}
+	return name, nil
+}

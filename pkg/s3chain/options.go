@@ -1,0 +1,134 @@
+package s3chain
+
+import "time"
+
+// Defaults of the engines.
+const (
+	// DefaultBlockSize is the block size of a new chain in bytes (4 MiB).
+	DefaultBlockSize = 4 << 20
+	// DefaultWorkers is the number of blocks processed in parallel when the
+	// options leave Workers at 0.
+	DefaultWorkers = 8
+	// MinBlockSize and MaxBlockSize bound a chain's block size in bytes; it
+	// must also be a multiple of 4096 so that blocks align with filesystem
+	// extents (FIEMAP) and device sectors.
+	MinBlockSize = 64 << 10
+	MaxBlockSize = 64 << 20
+)
+
+// RepoOptions configure a Repo.
+type RepoOptions struct {
+	// EncryptionKey is nil for no encryption, else exactly 32 bytes: the
+	// AES-256-GCM key of every block object and of the chain's digest key.
+	EncryptionKey []byte
+}
+
+// BackupOptions describe one backup of a volume snapshot into a chain.
+type BackupOptions struct {
+	// Chain is the chain name (see ValidChainName).
+	Chain string
+	// Source is the path of a read-only snapshot: a regular file or a block
+	// device. It must not change while the backup runs.
+	Source string
+	// SizeBytes is the volume size in bytes; 0 means the source's size.
+	SizeBytes int64
+	// Base is the optional path of the parent backup's snapshot, still
+	// sharing extents with Source on a reflink filesystem; with it, changed
+	// blocks are found by comparing FIEMAP extents instead of reading all.
+	Base string
+	// Parent is the parent backup id; "" makes a full backup. A parent must
+	// be the chain's latest backup.
+	Parent string
+	// BlockSize in bytes; 0 means the chain's block size, or
+	// DefaultBlockSize for a new chain. It is fixed per chain.
+	BlockSize int64
+	// Workers is the number of blocks read, compressed and uploaded in
+	// parallel; 0 means DefaultWorkers. Memory use is about 2 x Workers x
+	// BlockSize.
+	Workers int
+	// Descriptive fields copied into the manifest. FSType "" means unknown.
+	VolumeMode, FSType, SourceVolume, Node, GroupID, Member string
+	// BackupID is optional; the default is the UTC creation time like
+	// 20261129T101500Z, made unique in the chain.
+	BackupID string
+	// Progress, if set, is called from any goroutine as blocks finish.
+	Progress func(Progress)
+}
+
+// RestoreOptions describe one restore of a backup onto a target.
+type RestoreOptions struct {
+	// Chain is the chain name; BackupID the backup, or "latest".
+	Chain, BackupID string
+	// Target is a regular file or block device of at least the backup's
+	// SizeBytes. A missing file is created sparse with exactly that size.
+	Target string
+	// Workers is the number of blocks fetched in parallel; 0 means
+	// DefaultWorkers. Memory use is about 2 x Workers x block size.
+	Workers int
+	// Checkpoint is the optional path of a checkpoint file that makes the
+	// restore resumable; "" means not resumable. It is removed on success.
+	Checkpoint string
+	// Progress, if set, is called from any goroutine as blocks finish.
+	Progress func(Progress)
+}
+
+// Progress reports how far a backup or restore is, in bytes of the volume
+// (blocks skipped as unchanged, zero or already restored count as done).
+type Progress struct{ DoneBytes, TotalBytes int64 }
+
+// BackupStats are the counters of one backup.
+type BackupStats struct {
+	// ScannedBytes were read from the source (holes and blocks FIEMAP shows
+	// unchanged are not read).
+	ScannedBytes int64
+	// ChangedBytes is the size of the non-zero blocks this manifest lists.
+	ChangedBytes int64
+	// UploadedBytes is the raw size of the blocks uploaded (not deduplicated).
+	UploadedBytes int64
+	// StoredBytes is the size of the objects uploaded (compressed, sealed).
+	StoredBytes int64
+	// Blocks is the number of non-zero blocks listed; ZeroBlocks the number
+	// of all-zero blocks found in read data (not uploaded); DedupBlocks the
+	// listed blocks whose object already existed in the chain.
+	Blocks, ZeroBlocks, DedupBlocks int
+	// Duration is the wall time of the backup.
+	Duration time.Duration
+}
+
+// RestoreStats are the counters of one restore.
+type RestoreStats struct {
+	// FetchedBlocks were downloaded and written; SkippedBlocks were already
+	// restored according to the checkpoint; ZeroBlocks were made zero.
+	FetchedBlocks, SkippedBlocks, ZeroBlocks int
+	// FetchedBytes is the size of the objects downloaded; WrittenBytes the
+	// bytes written to the target (data, not zeros punched as holes).
+	FetchedBytes, WrittenBytes int64
+	// Duration is the wall time of the restore.
+	Duration time.Duration
+}
+
+// GCOptions configure a garbage collection.
+type GCOptions struct {
+	// DryRun counts what would be deleted without deleting.
+	DryRun bool
+	// MinAge keeps unreferenced blocks younger than this (by object
+	// modification time), a grace period for backups whose in-progress
+	// marker a store listing may not show yet. 0 means no grace period.
+	MinAge time.Duration
+	// Chain limits the collection to one chain; "" means every chain.
+	Chain string
+	// PendingTTL is the age after which an in-progress marker is considered
+	// abandoned (a crashed backup) and removed; 0 means 24 hours.
+	PendingTTL time.Duration
+}
+
+// GCStats are the counters of one garbage collection.
+type GCStats struct {
+	// Chains examined; SkippedChains had a backup in progress.
+	Chains, SkippedChains int
+	// Blocks seen; DeletedBlocks (or would be, in a dry run) and their bytes.
+	Blocks, DeletedBlocks int
+	DeletedBytes          int64
+	// YoungBlocks were unreferenced but younger than MinAge.
+	YoungBlocks int
+}

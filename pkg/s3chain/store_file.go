@@ -1,0 +1,244 @@
+package s3chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// fileStore keeps each object as a regular file under root: key "a/b/c" is
+// the file root/a/b/c. It is the embedded default target for one machine.
+//
+// A Put writes a temporary file next to the target, fsyncs it, renames it
+// over the target and fsyncs the directory, so a crash leaves the old or
+// the new object, never a torn one (rename(2) is atomic within a
+// filesystem). Temporary names contain '~', outside the key alphabet, so
+// List never reports them. Because objects are files and prefixes are
+// directories, a key cannot also be the parent of other keys ("a" and
+// "a/b"): such a Put fails with ErrInvalidKey; the chain format never
+// needs it. Delete prunes directories it
+// empties so that deleted chains leave nothing behind.
+type fileStore struct {
+	root string // absolute, cleaned, an existing directory
+}
+
+// newFileStore opens the existing directory root. Errors: ErrBadTarget when
+// root is missing or not a directory.
+func newFileStore(root string) (*fileStore, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: file target %s: %v", ErrBadTarget, root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: file target %s is not a directory", ErrBadTarget, root)
+	}
+	return &fileStore{root: root}, nil
+}
+
+func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.root) }
+
+func (s *fileStore) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
+
+func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	p := s.path(key)
+	// A concurrent Delete may prune the parent directory between MkdirAll and
+	// CreateTemp; creating it again is then the right answer.
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			break
+		}
+		if err = writeFileAtomic(p, data); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	// ENOTDIR: a parent is an object. EISDIR, EEXIST, ENOTEMPTY: rename(2)
+	// onto a directory, i.e. the key is a prefix.
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
+		errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
+		return fmt.Errorf("file put %q: %w: a key cannot be both an object and a prefix of other keys in a file store: %v",
+			key, ErrInvalidKey, err)
+	}
+	if err != nil {
+		return fmt.Errorf("file put %q: %w", key, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file in p's directory, fsyncs
+// it, renames it to p and fsyncs the directory so the rename is durable.
+func writeFileAtomic(p string, data []byte) (err error) {
+	dir := filepath.Dir(p)
+	f, err := os.CreateTemp(dir, filepath.Base(p)+"~tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), p); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (s *fileStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(s.path(key))
+	if err != nil {
+		return nil, fileError("get", key, err)
+	}
+	return data, nil
+}
+
+func (s *fileStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return ObjectInfo{}, err
+	}
+	fi, err := os.Stat(s.path(key))
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fs.ErrNotExist // a directory is a prefix, not an object
+	}
+	if err != nil {
+		return ObjectInfo{}, fileError("stat", key, err)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+func (s *fileStore) Delete(ctx context.Context, key string) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	p := s.path(key)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return nil // a prefix, not an object: nothing to delete
+	}
+	if err := os.Remove(p); err != nil {
+		if err = fileError("delete", key, err); errors.Is(err, ErrObjectNotFound) {
+			return nil
+		}
+		return err
+	}
+	// Prune emptied parents; rmdir fails harmlessly on a non-empty one.
+	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// fileError maps a missing file (or a file where a directory was expected,
+// ENOTDIR, or a directory where a file was expected, EISDIR) to
+// ErrObjectNotFound.
+func fileError(op, key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
+		return fmt.Errorf("file %s %q: %w", op, key, ErrObjectNotFound)
+	}
+	return fmt.Errorf("file %s %q: %w", op, key, err)
+}
+
+func (s *fileStore) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	return s.walk(ctx, "", prefix, fn)
+}
+
+// walk lists directory rel (a key prefix ending in "/", or "" for root).
+// Entries are sorted by their key ("name" for files, "name/" for
+// directories) rather than by name: "a-c" sorts before "a/b" because '-'
+// and '.' sort before '/', which a plain name sort of "a" and "a-c" misses.
+func (s *fileStore) walk(ctx context.Context, rel, prefix string, fn func(ObjectInfo) error) error {
+	entries, err := os.ReadDir(filepath.Join(s.root, filepath.FromSlash(rel)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // pruned by a concurrent Delete
+		}
+		return fmt.Errorf("file list %q: %w", rel, err)
+	}
+	type entry struct {
+		key string
+		de  fs.DirEntry
+	}
+	var es []entry
+	for _, de := range entries {
+		key := rel + de.Name()
+		if de.IsDir() {
+			key += "/"
+		}
+		es = append(es, entry{key, de})
+	}
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for _, e := range es {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Descend only where the prefix can still match.
+		if !strings.HasPrefix(e.key, prefix) && !strings.HasPrefix(prefix, e.key) {
+			continue
+		}
+		if e.de.IsDir() {
+			if err := s.walk(ctx, e.key, prefix, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if !e.de.Type().IsRegular() || !strings.HasPrefix(e.key, prefix) || ValidateKey(e.key) != nil {
+			continue // temporary files and strangers are not objects
+		}
+		fi, err := e.de.Info()
+		if err != nil {
+			continue // deleted since ReadDir
+		}
+		if err := fn(ObjectInfo{Key: e.key, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkKey(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ValidateKey(key)
+}

@@ -1,0 +1,88 @@
+package s3chain_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+func openFile(t *testing.T, dir string) s3chain.Store {
+	t.Helper()
+	s, err := s3chain.OpenStore(context.Background(), "file://"+dir, s3chain.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestFileStoreSuite(t *testing.T) {
+	storetest.RunSuite(t, func(t *testing.T) s3chain.Store { return openFile(t, t.TempDir()) })
+}
+
+// A crash between CreateTemp and rename leaves a temporary file; it must
+// never be listed as an object, and Put must leave none behind.
+func TestFileStoreHidesTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := openFile(t, dir)
+	ctx := context.Background()
+	if err := s.Put(ctx, "c/obj", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c", "obj~tmp123"), []byte("torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := s.List(ctx, "", func(i s3chain.ObjectInfo) error { keys = append(keys, i.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, []string{"c/obj"}) {
+		t.Fatalf("List = %q, want [c/obj]", keys)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "c", "*"))
+	if len(names) != 2 {
+		t.Fatalf("files in c/: %q, want obj and the planted temp file only", names)
+	}
+}
+
+// Delete prunes the directories it empties, up to (not including) the root.
+func TestFileStoreDeletePrunesDirs(t *testing.T) {
+	dir := t.TempDir()
+	s := openFile(t, dir)
+	ctx := context.Background()
+	if err := s.Put(ctx, "a/b/c/obj", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "a/b/c/obj"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a/ still exists after deleting its only object: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("root removed: %v", err)
+	}
+}
+
+// Files cannot be directories: "a" and "a/b" cannot both be objects. The
+// conflict is reported as ErrInvalidKey and changes nothing.
+func TestFileStoreKeyPrefixConflict(t *testing.T) {
+	s := openFile(t, t.TempDir())
+	ctx := context.Background()
+	for _, tc := range [][2]string{{"k/a", "k/a/b"}, {"j/a/b", "j/a"}} {
+		if err := s.Put(ctx, tc[0], []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, tc[1], []byte("2")); !errors.Is(err, s3chain.ErrInvalidKey) {
+			t.Errorf("Put(%q) after Put(%q) = %v, want ErrInvalidKey", tc[1], tc[0], err)
+		}
+		if got, err := s.Get(ctx, tc[0]); err != nil || string(got) != "1" {
+			t.Errorf("Get(%q) = %q, %v; want \"1\"", tc[0], got, err)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package s3chain_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+var fastRetry = s3chain.RetryPolicy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+
+func TestRetryStore(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	_ = mem.Put(ctx, "k", []byte("data"))
+	slow := fmt.Errorf("503 SlowDown: %w", s3chain.ErrTransient)
+
+	f := storetest.NewFaulty(mem).Add(storetest.Fault{Op: storetest.OpGet, Key: eq("k"), Times: 2, Err: slow})
+	got, err := s3chain.NewRetryStore(f, fastRetry).Get(ctx, "k")
+	if err != nil || string(got) != "data" || f.Gets("k") != 3 {
+		t.Fatalf("Get after two 503s = %q, %v, %d tries; want data, nil, 3 tries", got, err, f.Gets("k"))
+	}
+
+	for _, tc := range []struct {
+		name      string
+		fault     error
+		want      error
+		wantTries int
+	}{
+		{"not found", nil, s3chain.ErrObjectNotFound, 1},
+		{"access denied", s3chain.ErrAccessDenied, s3chain.ErrAccessDenied, 1},
+		{"bad target", s3chain.ErrBadTarget, s3chain.ErrBadTarget, 1},
+		{"always throttled", slow, s3chain.ErrTransient, fastRetry.Attempts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := storetest.NewFaulty(mem)
+			key := "missing"
+			if tc.fault != nil {
+				key = "k"
+				f.FailKeys(storetest.OpGet, eq(key), tc.fault)
+			}
+			_, err := s3chain.NewRetryStore(f, fastRetry).Get(ctx, key)
+			if !errors.Is(err, tc.want) || f.Gets(key) != tc.wantTries {
+				t.Fatalf("Get = %v after %d tries; want %v after %d", err, f.Gets(key), tc.want, tc.wantTries)
+			}
+		})
+	}
+}
+
+// A cancelled ctx ends the wait between tries at once.
+func TestRetryStoreHonoursContext(t *testing.T) {
+	f := storetest.NewFaulty(storetest.NewMem()).FailKeys(storetest.OpPut, nil, s3chain.ErrTransient)
+	s := s3chain.NewRetryStore(f, s3chain.RetryPolicy{Attempts: 5, BaseDelay: time.Minute, MaxDelay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.Put(ctx, "k", []byte("x"))
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second || f.Calls(storetest.OpPut) > 2 {
+		t.Fatalf("Put = %v after %v and %d tries; want DeadlineExceeded promptly", err, time.Since(start), f.Calls(storetest.OpPut))
+	}
+}
+
+// flakyList fails its first List with ErrTransient after delivering two
+// objects, as a connection reset between ListObjectsV2 pages would.
+type flakyList struct {
+	s3chain.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *flakyList) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
+	f.mu.Lock()
+	f.calls++
+	first := f.calls == 1
+	f.mu.Unlock()
+	n := 0
+	return f.Store.List(ctx, prefix, func(info s3chain.ObjectInfo) error {
+		if n++; first && n == 3 {
+			return fmt.Errorf("connection reset: %w", s3chain.ErrTransient)
+		}
+		return fn(info)
+	})
+}
+
+func TestRetryStoreListResumes(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	want := []string{"a", "b", "c", "d", "e"}
+	for _, k := range want {
+		_ = mem.Put(ctx, k, []byte(k))
+	}
+	fl := &flakyList{Store: mem}
+	var seen []string
+	err := s3chain.NewRetryStore(fl, fastRetry).List(ctx, "", func(i s3chain.ObjectInfo) error {
+		seen = append(seen, i.Key)
+		return nil
+	})
+	if err != nil || !slices.Equal(seen, want) || fl.calls != 2 {
+		t.Fatalf("List = %v, saw %q in %d calls; want nil, %q in 2", err, seen, fl.calls, want)
+	}
+
+	// The callback's own error is the caller's: never retried, even when
+	// it wraps ErrTransient.
+	fl = &flakyList{Store: mem, calls: 1}
+	err = s3chain.NewRetryStore(fl, fastRetry).List(ctx, "", func(s3chain.ObjectInfo) error {
+		return fmt.Errorf("callback: %w", s3chain.ErrTransient)
+	})
+	if !errors.Is(err, s3chain.ErrTransient) || fl.calls != 2 {
+		t.Fatalf("List with a failing callback = %v after %d inner calls; want its error after 1", err, fl.calls-1)
+	}
+}
+
+// fakeS3 answers like S3 over HTTP: listing the bucket finds nothing, GET of
+// "throttled" gets 503 SlowDown twice then the object, anything else is
+// 404 NoSuchKey. It counts GETs per object path.
+type fakeS3 struct {
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/xml")
+	if r.URL.Path == "/bkt" || r.URL.Path == "/bkt/" { // ListObjectsV2 at open
+		fmt.Fprint(w, `<ListBucketResult><Name>bkt</Name><Prefix>p/</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`)
+		return
+	}
+	f.gets[r.URL.Path]++
+	switch {
+	case r.URL.Path == "/bkt/p/throttled" && f.gets[r.URL.Path] <= 2:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+	case r.URL.Path == "/bkt/p/throttled":
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+		w.Header().Set("Content-Length", "7")
+		fmt.Fprint(w, "payload")
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Key>%s</Key></Error>`, r.URL.Path)
+	}
+}
+
+// The whole S3 stack (minio-go, translateError, the retry wrapper OpenStore
+// installs) retries a real 503 SlowDown answer, and only that.
+func TestS3StoreRetriesSlowDown(t *testing.T) {
+	fake := &fakeS3{gets: map[string]int{}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx := context.Background()
+	s, err := s3chain.OpenStore(ctx, "s3://bkt/p?region=us-east-1&insecure=true&endpoint="+u.Host, s3chain.Credentials{AccessKeyID: "k", SecretAccessKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "throttled")
+	if err != nil || string(got) != "payload" {
+		t.Fatalf("Get(throttled) = %q, %v; want payload", got, err)
+	}
+	if _, err := s.Get(ctx, "missing"); !errors.Is(err, s3chain.ErrObjectNotFound) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("Get(missing) = %v, want ErrObjectNotFound with the server's message", err)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if fake.gets["/bkt/p/throttled"] != 3 || fake.gets["/bkt/p/missing"] != 1 {
+		t.Fatalf("requests per object = %v; want 3 for throttled (2 x 503 + 1), 1 for missing", fake.gets)
+	}
+}
+
+func eq(want string) func(string) bool { return func(k string) bool { return k == want } }

@@ -1,0 +1,82 @@
+package storetest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+// With no faults, Faulty is the store it wraps.
+func TestFaultySuite(t *testing.T) {
+	storetest.RunSuite(t, func(*testing.T) s3chain.Store { return storetest.NewFaulty(storetest.NewMem()) })
+}
+
+func TestFaultyFailNth(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem()).FailNth(storetest.OpPut, 2, nil)
+	var errs []error
+	for _, k := range []string{"a", "b", "c"} {
+		errs = append(errs, f.Put(ctx, k, []byte(k)))
+	}
+	if errs[0] != nil || !errors.Is(errs[1], storetest.ErrInjected) || errs[2] != nil {
+		t.Fatalf("Put errors = %v, want [nil ErrInjected nil]", errs)
+	}
+	if _, err := f.Get(ctx, "b"); !errors.Is(err, s3chain.ErrObjectNotFound) {
+		t.Fatalf("failed Put stored b anyway: %v", err)
+	}
+	if f.Calls(storetest.OpPut) != 3 || f.Calls(storetest.OpAny) != 4 {
+		t.Fatalf("Calls(put) = %d, Calls(any) = %d; want 3, 4", f.Calls(storetest.OpPut), f.Calls(storetest.OpAny))
+	}
+}
+
+func TestFaultyFailKeysTimesAfter(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	f := storetest.NewFaulty(mem)
+	f.Add(storetest.Fault{Op: storetest.OpGet, Key: func(k string) bool { return strings.HasPrefix(k, "blk/") },
+		Times: 2, Err: s3chain.ErrTransient})
+	f.Add(storetest.Fault{Op: storetest.OpPut, Key: func(k string) bool { return k == "lost-ack" }, After: true})
+	_ = mem.Put(ctx, "blk/1", []byte("one"))
+	for i, want := range []error{s3chain.ErrTransient, s3chain.ErrTransient, nil} {
+		if _, err := f.Get(ctx, "blk/1"); !errors.Is(err, want) && !(want == nil && err == nil) {
+			t.Fatalf("Get #%d = %v, want %v", i+1, err, want)
+		}
+	}
+	if n := f.Gets("blk/1"); n != 3 {
+		t.Fatalf("Gets(blk/1) = %d, want 3", n)
+	}
+	if err := f.Put(ctx, "lost-ack", []byte("x")); !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("Put(lost-ack) = %v, want ErrInjected", err)
+	}
+	if got, err := mem.Get(ctx, "lost-ack"); err != nil || string(got) != "x" {
+		t.Fatalf("After fault did not reach the inner store: %q, %v", got, err)
+	}
+	f.Clear()
+	if err := f.Put(ctx, "lost-ack", []byte("y")); err != nil {
+		t.Fatalf("Put after Clear = %v", err)
+	}
+}
+
+func TestFaultyCorruptGets(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	f := storetest.NewFaulty(mem).CorruptGets(func(k string) bool { return k == "bad" })
+	orig := []byte("0123456789")
+	_ = mem.Put(ctx, "bad", orig)
+	_ = mem.Put(ctx, "good", orig)
+	got, err := f.Get(ctx, "bad")
+	if err != nil || len(got) != len(orig) || bytes.Equal(got, orig) || got[5] != orig[5]^0x10 {
+		t.Fatalf("corrupt Get = %q, %v; want %q with bit 4 of byte 5 flipped", got, err, orig)
+	}
+	if got, _ := f.Get(ctx, "good"); !bytes.Equal(got, orig) {
+		t.Fatalf("Get(good) = %q, want %q", got, orig)
+	}
+	if got, _ := mem.Get(ctx, "bad"); !bytes.Equal(got, orig) {
+		t.Fatalf("corruption reached the stored object: %q", got)
+	}
+}

@@ -1,0 +1,134 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// Mem is an in-memory s3chain.Store for quick unit tests. It follows the
+// same rules as the real stores (key validation, ErrObjectNotFound, lexical
+// List order, ctx checks) and copies bytes in and out, so a caller that
+// mutates a buffer after Put, or the slice returned by Get, cannot change
+// what is stored. Safe for concurrent use.
+type Mem struct {
+	mu   sync.Mutex
+	objs map[string]memObject
+}
+
+type memObject struct {
+	data    []byte
+	modTime time.Time
+}
+
+var _ s3chain.Store = (*Mem)(nil)
+
+// NewMem returns an empty in-memory store.
+func NewMem() *Mem { return &Mem{objs: map[string]memObject{}} }
+
+// Put stores a copy of data under key. Errors: s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	return nil
+}
+
+// Get returns a copy of the object. Errors: s3chain.ErrObjectNotFound,
+// s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objs[key]
+	if !ok {
+		return nil, fmt.Errorf("mem get %q: %w", key, s3chain.ErrObjectNotFound)
+	}
+	// Never nil, even for an empty object, like the real stores.
+	return append([]byte{}, o.data...), nil
+}
+
+// Stat returns the object's size in bytes and time of its last Put.
+// Errors: s3chain.ErrObjectNotFound, s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, error) {
+	if err := check(ctx, key); err != nil {
+		return s3chain.ObjectInfo{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objs[key]
+	if !ok {
+		return s3chain.ObjectInfo{}, fmt.Errorf("mem stat %q: %w", key, s3chain.ErrObjectNotFound)
+	}
+	return s3chain.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+}
+
+// Delete removes key; a missing key is not an error.
+// Errors: s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) Delete(ctx context.Context, key string) error {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objs, key)
+	return nil
+}
+
+// List calls fn, in lexical key order, for a snapshot of the objects whose
+// key starts with prefix, taken before the first call so fn may Put or
+// Delete. An error from fn stops the listing and is returned unwrapped.
+// Errors: s3chain.ErrInvalidKey (bad prefix), ctx.Err().
+func (m *Mem) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s3chain.ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	var infos []s3chain.ObjectInfo
+	for k, o := range m.objs {
+		if strings.HasPrefix(k, prefix) {
+			infos = append(infos, s3chain.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(infos, func(a, b s3chain.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	for _, info := range infos {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String returns "mem://".
+func (m *Mem) String() string { return "mem://" }
+
+// Len returns the number of stored objects.
+func (m *Mem) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.objs)
+}
+
+func check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s3chain.ValidateKey(key)
+}

@@ -1,0 +1,12 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+func TestMemSuite(t *testing.T) {
+	storetest.RunSuite(t, func(*testing.T) s3chain.Store { return storetest.NewMem() })
+}

@@ -1,0 +1,72 @@
+// Package sanity runs the Kubernetes CSI sanity suite (csi-test v5) against
+// a real chainvol driver on a reflink XFS pool on a loop device, once for
+// each access type.
+package sanity
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
+
+	"github.com/chainvol/chainvol/internal/csitest"
+	"github.com/chainvol/chainvol/internal/testutil"
+)
+
+// childEnv tells a re-executed test binary which access type to run:
+// Ginkgo allows one suite run per process, so each access type gets its own.
+const childEnv = "CHAINVOL_SANITY_ACCESS"
+
+// TestSanity runs the sanity suite for the "mount" and "block" access types,
+// each in a child process, and fails if either reports a failure.
+func TestSanity(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("child process")
+	}
+	testutil.RequireRoot(t)
+	for _, access := range []string{"mount", "block"} {
+		t.Run(access, func(t *testing.T) {
+			args := []string{"-test.run=^TestSanityChild$", "-test.v"}
+			if v := os.Getenv("SANITY_FOCUS"); v != "" {
+				args = append(args, "-ginkgo.focus="+v)
+			}
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), childEnv+"="+access)
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("sanity suite for access type %s failed: %v", access, err)
+			}
+		})
+	}
+}
+
+// TestSanityChild is the child half of TestSanity.
+func TestSanityChild(t *testing.T) {
+	access := os.Getenv(childEnv)
+	if access == "" {
+		t.Skip("run through TestSanity")
+	}
+	pool := testutil.LoopFS(t, "xfs", 8<<30)
+	node := csitest.Start(t, "sanity-node", filepath.Join(pool, "pool"), nil)
+	dir := t.TempDir()
+	cfg := sanity.NewTestConfig()
+	cfg.Address = node.Endpoint
+	cfg.TargetPath = filepath.Join(dir, "target")
+	cfg.StagingPath = filepath.Join(dir, "staging")
+	cfg.TestVolumeAccessType = access
+	cfg.TestVolumeSize = 64 << 20
+	cfg.TestVolumeExpandSize = 128 << 20
+	cfg.IdempotentCount = 2
+	cfg.TestSnapshotParameters = snapshotParams()
+	sanity.Test(t, cfg)
+}
+
+// snapshotParams lets a run archive every snapshot (SANITY_SNAPSHOT_BACKUP=true).
+func snapshotParams() map[string]string {
+	if os.Getenv("SANITY_SNAPSHOT_BACKUP") == "true" {
+		return map[string]string{"backup": "true"}
+	}
+	return nil
+}
