@@ -75,8 +75,8 @@ func checkNamespaces(t *testing.T, kpath, ns string, resources []string, dir str
 		if !ok || clusterScoped[m.Key] {
 			continue
 		}
-		if meta.Namespace != ns {
-			t.Errorf("%s: namespace %q, but %s sets %q", m, meta.Namespace, kpath, ns)
+		if meta.GetNamespace() != ns {
+			t.Errorf("%s: namespace %q, but %s sets %q", m, meta.GetNamespace(), kpath, ns)
 		}
 	}
 }

@@ -39,7 +39,7 @@ var allSteps = []string{
 func TestHelperProcess(t *testing.T) {
 	dir := os.Getenv(envPool)
 	if dir == "" {
-		t.Skip("child process of the crash tests")
+		return // only a child of the crash tests does anything
 	}
 	if n, _ := strconv.Atoi(os.Getenv(envCrashAt)); n > 0 {
 		seen := 0

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -15,6 +16,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // Version is the driver's version, reported by GetPluginInfo; set at link time.
@@ -34,6 +36,14 @@ type Driver struct {
 	loops   *loopDevices
 	locks   *lockSet
 	metrics *metrics
+	targets *target.Set
+	jobs    *jobSet
+	// failures holds the final error of a background restore that no call
+	// has reported yet, by volume name; it is reported once, then forgotten.
+	failures sync.Map
+	// chainLocks serialise uploads into one chain (a parent must be the
+	// chain's latest backup).
+	chainLocks sync.Map
 }
 
 // New builds a driver over an open pool. mounter and exec are injected so
@@ -49,7 +59,13 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	if mounter == nil {
 		mounter = &mount.SafeFormatAndMount{Interface: mount.New(""), Exec: ex}
 	}
+	targets, err := newTargets(opts)
+	if err != nil {
+		return nil, err
+	}
 	return &Driver{
+		targets: targets,
+		jobs:    newJobSet(),
 		opts:    opts,
 		pool:    pool,
 		mounter: mounter,
@@ -89,4 +105,18 @@ func (d *Driver) Run(ctx context.Context) error {
 // topology is this node's accessible topology segment.
 func (d *Driver) topology() *csi.Topology {
 	return &csi.Topology{Segments: map[string]string{TopologyKey: d.opts.NodeID}}
+}
+
+// newTargets builds the backup targets from the options: the configured
+// NAME=URL list, or the embedded default under the state directory.
+func newTargets(opts Options) (*target.Set, error) {
+	var sec target.Secrets
+	if opts.BackupCredentialsFile != "" {
+		var err error
+		if sec, err = target.ReadSecretsFile(opts.BackupCredentialsFile); err != nil {
+			return nil, err
+		}
+	}
+	def := "file://" + filepath.Join(opts.StateDir, "backups")
+	return target.NewSet(opts.BackupTargets, def, sec)
 }

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // poolCode maps a pool error to the gRPC code the CSI spec asks for; the
@@ -40,4 +42,31 @@ func poolError(doing string, err error) error {
 // (CSI spec "Concurrency": Aborted, the CO retries).
 func errBusy(key string) error {
 	return status.Errorf(codes.Aborted, "an operation on %q is already in progress; retry later", key)
+}
+
+// chainCode maps backup target and chain errors to gRPC codes: what the
+// user must fix is InvalidArgument, what is missing NotFound, damaged
+// backups FailedPrecondition (final: retrying cannot heal them).
+func chainCode(err error) codes.Code {
+	switch {
+	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
+		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, s3chain.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),
+		errors.Is(err, s3chain.ErrInvalidOptions):
+		return codes.InvalidArgument
+	case errors.Is(err, s3chain.ErrBackupNotFound):
+		return codes.NotFound
+	case errors.Is(err, s3chain.ErrAccessDenied):
+		return codes.PermissionDenied
+	case errors.Is(err, s3chain.ErrChainBroken), errors.Is(err, s3chain.ErrCorruptBlock),
+		errors.Is(err, s3chain.ErrFormatVersion), errors.Is(err, s3chain.ErrInvalidManifest):
+		return codes.FailedPrecondition
+	case errors.Is(err, s3chain.ErrTargetTooSmall):
+		return codes.OutOfRange
+	}
+	return poolCode(err)
+}
+
+// chainError wraps a chain error in a status with the mapped code.
+func chainError(doing string, err error) error {
+	return status.Errorf(chainCode(err), "%s: %v", doing, err)
 }

@@ -32,3 +32,24 @@ const (
 // labelHidden marks a snapshot the driver keeps for itself (the base of the
 // next incremental backup); ListSnapshots does not show it.
 const labelHidden = "hidden"
+
+// Labels of the local snapshot behind a backup.
+const (
+	// labelBackupRef is the backup's snapshot id ("backup:TARGET:CHAIN@ID").
+	labelBackupRef = "backupRef"
+	// labelBackupState is "uploading", "done" or "failed".
+	labelBackupState = "backupState"
+	// labelBackupError is the cause of a failed upload.
+	labelBackupError = "backupError"
+)
+
+const (
+	backupUploading = "uploading"
+	backupDone      = "done"
+	backupFailed    = "failed"
+)
+
+// labelRestoreRef is the concrete backup a restoring volume is filled
+// from ("TARGET:CHAIN@ID", "latest" resolved), so a retry after a driver
+// restart resumes the same restore.
+const labelRestoreRef = "restoreRef"

@@ -15,6 +15,7 @@ type metrics struct {
 	registry *prometheus.Registry
 	calls    *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	restore  *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -27,8 +28,9 @@ func newMetrics() *metrics {
 			Name: "chainvol_csi_call_duration_seconds", Help: "CSI call duration in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}, []string{"method"}),
+		restore: prometheus.NewGaugeVec(restoreGaugeOpts, []string{"volume", "kind"}),
 	}
-	m.registry.MustRegister(m.calls, m.latency)
+	m.registry.MustRegister(m.calls, m.latency, m.restore)
 	return m
 }
 
@@ -41,4 +43,18 @@ func (m *metrics) observeCall(method string, code codes.Code, d time.Duration) {
 // the Prometheus text format.
 func (d *Driver) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(d.metrics.registry, promhttp.HandlerOpts{})
+}
+
+// restoreGauge reports running restores' progress in bytes, by volume.
+var restoreGaugeOpts = prometheus.GaugeOpts{Name: "chainvol_restore_bytes",
+	Help: "Bytes of running restores by volume: done and total."}
+
+func (m *metrics) restoreProgress(volume string, j *job) {
+	m.restore.WithLabelValues(volume, "done").Set(float64(j.bytes.Load()))
+	m.restore.WithLabelValues(volume, "total").Set(float64(j.total.Load()))
+}
+
+func (m *metrics) restoreDone(volume string) {
+	m.restore.DeleteLabelValues(volume, "done")
+	m.restore.DeleteLabelValues(volume, "total")
 }

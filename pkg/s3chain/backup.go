@@ -26,12 +26,18 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 		return nil, BackupStats{}, err
 	}
 	defer j.close()
-	if err := r.putPending(ctx, j.cfg, j.id); err != nil {
+	// The marker precedes reading the manifests, whose blocks this backup
+	// may reuse: GC lists blocks, then markers, then manifests (FORMAT.md §7).
+	marker, err := r.putPending(ctx, j.cfg)
+	if err != nil {
 		return nil, BackupStats{}, err
 	}
 	// The marker goes even when ctx was cancelled: GC would otherwise skip
 	// this chain until the marker expires.
-	defer r.deletePending(context.WithoutCancel(ctx), j.cfg, j.id)
+	defer r.store.Delete(context.WithoutCancel(ctx), marker)
+	if err := j.load(ctx); err != nil {
+		return nil, BackupStats{}, err
+	}
 	toRead, err := j.plan()
 	if err != nil {
 		return nil, BackupStats{}, err
@@ -47,8 +53,8 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 	return m, st, nil
 }
 
-// newBackupJob validates the options, opens the source and base, and loads
-// the chain and the parent's volume image.
+// newBackupJob validates the options, opens the source and base, and opens
+// (or creates) the chain.
 func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob, err error) {
 	if err := ValidChainName(o.Chain); err != nil {
 		return nil, err
@@ -74,18 +80,24 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 		return nil, err
 	}
 	j.bs = j.cfg.BlockSize
-	all, err := r.Backups(ctx, o.Chain)
+	return j, nil
+}
+
+// load reads the chain's manifests: the parent's volume image, a free
+// backup id and the blocks already stored.
+func (j *backupJob) load(ctx context.Context) error {
+	all, err := j.r.Backups(ctx, j.o.Chain)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := j.loadParent(ctx, all); err != nil {
-		return nil, err
+		return err
 	}
-	if j.id, err = newBackupID(all, o.BackupID, time.Now()); err != nil {
-		return nil, err
+	if j.id, err = newBackupID(all, j.o.BackupID, time.Now()); err != nil {
+		return err
 	}
 	j.known = knownDigests(all)
-	return j, nil
+	return nil
 }
 
 func (j *backupJob) openFiles() error {

@@ -18,7 +18,7 @@ func manifestKey(chain, id string) string { return manifestDir(chain) + id + ".j
 
 func pendingDir(chain string) string { return pendingPrefix + encodeChain(chain) + "/" }
 
-func pendingKey(chain, id string) string { return pendingDir(chain) + id + ".json" }
+func pendingKey(chain, token string) string { return pendingDir(chain) + token + ".json" }
 
 func blockDir(chain string) string { return blockPrefix + encodeChain(chain) + "/" }
 
@@ -27,3 +27,15 @@ func blockDir(chain string) string { return blockPrefix + encodeChain(chain) + "
 func blockKey(chain, digest string) string {
 	return blockDir(chain) + digest[:2] + "/" + digest
 }
+
+// ManifestKey returns the object key of a backup's manifest, for tools and
+// tests that inspect a store directly (FORMAT.md §2).
+func ManifestKey(chain, backupID string) string { return manifestKey(chain, backupID) }
+
+// BlockKey returns the object key of the block whose digest is the given
+// 64 lower-case hex digits (a Manifest BlockRef.Digest).
+func BlockKey(chain, digestHex string) string { return blockKey(chain, digestHex) }
+
+// BlockPrefix returns the key prefix under which all of a chain's blocks
+// are stored.
+func BlockPrefix(chain string) string { return blockDir(chain) }

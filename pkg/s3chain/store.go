@@ -34,9 +34,15 @@ type ObjectInfo struct {
 }
 
 // Store is a flat key/value object store: an S3 bucket prefix or a local
-// directory. Keys are slash-separated relative paths of [A-Za-z0-9._/-].
-// All methods honour ctx cancellation. Implementations are safe for
-// concurrent use.
+// directory, opened by OpenStore. Keys are slash-separated relative paths
+// of [A-Za-z0-9._/-] (ValidateKey has the exact rule; every method returns
+// ErrInvalidKey for a key that breaks it). A key should not also be a
+// prefix of other keys ("a" and "a/b"): file stores cannot hold both.
+// All methods honour ctx cancellation and then return an error wrapping
+// ctx.Err(). Implementations are safe for concurrent use. Any method may
+// fail with ErrTransient (throttling, 5xx, network), which the S3 store
+// from OpenStore has already retried. storetest.RunSuite checks these
+// rules for every implementation.
 type Store interface {
 	// Put stores data under key atomically: readers see the whole object or
 	// none (S3 PutObject semantics; rename for files). Overwrites replace.

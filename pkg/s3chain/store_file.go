@@ -54,12 +54,17 @@ func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
 	// CreateTemp; creating it again is then the right answer.
 	var err error
 	for range 3 {
-		if err = os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		var created bool
+		if created, err = s.mkdirs(filepath.Dir(p)); err != nil {
 			break
 		}
-		if err = writeFileAtomic(p, data); !errors.Is(err, fs.ErrNotExist) {
-			break
+		if err = writeFileAtomic(p, data); errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
+		if err == nil && created {
+			err = s.syncParents(filepath.Dir(p))
+		}
+		break
 	}
 	// ENOTDIR: a parent is an object. EISDIR, EEXIST, ENOTEMPTY: rename(2)
 	// onto a directory, i.e. the key is a prefix.
@@ -70,6 +75,29 @@ func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("file put %q: %w", key, err)
+	}
+	return nil
+}
+
+// mkdirs creates dir and its missing parents and reports whether it had to.
+func (s *fileStore) mkdirs(dir string) (created bool, err error) {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return false, nil
+	}
+	return true, os.MkdirAll(dir, 0o755)
+}
+
+// syncParents fsyncs the parents of dir up to the root, so that the
+// entries of directories Put created survive a crash along with the
+// object in them.
+func (s *fileStore) syncParents(dir string) error {
+	for d := filepath.Dir(dir); strings.HasPrefix(d, s.root); d = filepath.Dir(d) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+		if d == s.root {
+			break
+		}
 	}
 	return nil
 }

@@ -22,6 +22,11 @@ type s3Store struct {
 	url    string // the target URL without credentials, for String
 }
 
+// maxObjectSize bounds the buffer Get allocates from a server's
+// Content-Length, in bytes: 5 GiB, the largest single PutObject (S3 User
+// Guide, "Uploading objects").
+const maxObjectSize = 5 << 30
+
 func (s *s3Store) String() string { return s.url }
 
 func (s *s3Store) Put(ctx context.Context, key string, data []byte) error {
@@ -38,23 +43,22 @@ func (s *s3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := checkKey(ctx, key); err != nil {
 		return nil, err
 	}
-	obj, err := s.client.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	// Core.GetObject is one GET whose headers give the size; the Object
+	// type of minio-go's Client would send a HEAD first.
+	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, translateError("get", key, err)
 	}
-	defer obj.Close()
-	// Stat sends the request and returns the size from its headers, so a
-	// connection cut mid-body cannot pass for a shorter object.
-	info, err := obj.Stat()
-	if err != nil {
-		return nil, translateError("get", key, err)
+	defer body.Close()
+	if info.Size < 0 || info.Size > maxObjectSize {
+		return nil, fmt.Errorf("s3 get %q: size %d not in 0..%d bytes", key, info.Size, int64(maxObjectSize))
 	}
-	data, err := io.ReadAll(obj)
-	if err != nil {
-		return nil, translateError("get", key, err)
-	}
-	if int64(len(data)) != info.Size {
-		return nil, fmt.Errorf("s3 get %q: read %d of %d bytes: %w", key, len(data), info.Size, ErrTransient)
+	data := make([]byte, info.Size)
+	// A connection cut mid-body must not pass for a shorter object:
+	// ReadFull fails with io.ErrUnexpectedEOF, which translates to
+	// ErrTransient.
+	if _, err := io.ReadFull(body, data); err != nil {
+		return nil, translateError("get", key, fmt.Errorf("read %d bytes: %w", info.Size, err))
 	}
 	return data, nil
 }

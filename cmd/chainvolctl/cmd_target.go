@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+func (a *app) newTargetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "target",
+		Short: "List the configured backup targets and check that they work",
+		Long: `Backup targets are where backup chains are stored: a local directory
+(file:///abs/dir) or an S3 bucket prefix (s3://BUCKET/PREFIX?endpoint=...).
+They are configured with --target NAME=URL or CHAINVOL_TARGETS; with neither,
+the only target is "default", the driver's embedded file://STATE_DIR/backups.`,
+		Example: `  chainvolctl target ls
+  chainvolctl --target a=file:///srv/backups --target b='s3://bk/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd())
+	return cmd
+}
+
+// targetRow is one target in listings; JSON field names are stable.
+type targetRow struct {
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Default   bool   `json:"default"`
+	Reachable *bool  `json:"reachable,omitempty"`
+	Writable  *bool  `json:"writable,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func (a *app) newTargetLsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Short:   "List the configured backup targets",
+		Long:    "List the configured backup targets, the default first. Nothing is contacted; see 'target check'.",
+		Example: "  chainvolctl target ls -o json",
+		Args:    args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			set, err := a.targetSet()
+			if err != nil {
+				return err
+			}
+			rows := []targetRow{}
+			for i, t := range set.Targets() {
+				rows = append(rows, targetRow{Name: t.Name, URL: safeURL(t.URL), Default: i == 0})
+			}
+			return a.emit(cmd, rows, func(w io.Writer) error {
+				tb := newTable(w, "NAME", "DEFAULT", "URL")
+				for _, r := range rows {
+					tb.row(r.Name, fmt.Sprint(r.Default), r.URL)
+				}
+				return tb.flush()
+			})
+		}),
+	}
+}
+
+func (a *app) newTargetCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check [NAME...]",
+		Short: "Check that backup targets are reachable and writable",
+		Long: `Check each configured target (or the named ones): list it (reachable), then
+write, read back and delete a small probe object under chainvolctl-check/
+(writable). Exits 1 if any target fails.`,
+		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bk?endpoint=h:9000&region=r' target check off",
+		RunE: a.run(func(cmd *cobra.Command, names []string) error {
+			set, err := a.targetSet()
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				for _, t := range set.Targets() {
+					names = append(names, t.Name)
+				}
+			}
+			rows, failed := []targetRow{}, 0
+			for _, n := range names {
+				r := a.checkTarget(cmd.Context(), set, n)
+				if r.Error != "" {
+					failed++
+				}
+				rows = append(rows, r)
+			}
+			err = a.emit(cmd, rows, func(w io.Writer) error {
+				tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR")
+				for _, r := range rows {
+					tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error))
+				}
+				return tb.flush()
+			})
+			if err == nil && failed > 0 {
+				err = fmt.Errorf("%d of %d targets failed the check", failed, len(rows))
+			}
+			return err
+		}),
+	}
+}
+
+// checkTarget lists the target, then writes, reads and deletes a probe.
+func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) targetRow {
+	r := targetRow{Name: name}
+	f, t := false, true
+	r.Reachable, r.Writable = &f, &f
+	tg, err := set.Lookup(name)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.URL, r.Default = safeURL(tg.URL), name == set.Default()
+	repo, err := set.Open(ctx, name, envSecrets())
+	if err != nil {
+		r.Error = explain(err).Error()
+		return r
+	}
+	store := repo.Store()
+	if _, err := repo.Chains(ctx); err != nil {
+		r.Error = explain(err).Error()
+		return r
+	}
+	r.Reachable = &t
+	buf := make([]byte, 16)
+	_, _ = rand.Read(buf)
+	key := "chainvolctl-check/" + hex.EncodeToString(buf)
+	err = store.Put(ctx, key, buf)
+	if err == nil {
+		var got []byte
+		if got, err = store.Get(ctx, key); err == nil && !bytes.Equal(got, buf) {
+			err = errors.New("probe object read back differs from what was written")
+		}
+		if derr := store.Delete(ctx, key); err == nil {
+			err = derr
+		}
+	}
+	if err != nil {
+		r.Error = explain(err).Error()
+		return r
+	}
+	r.Writable = &t
+	return r
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	if *b {
+		return "yes"
+	}
+	return "no"
+}
+
+// safeURL drops any user:password from a URL before it is printed.
+func safeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	return u.String()
+}

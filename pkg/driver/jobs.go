@@ -1,0 +1,127 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// job is one background backup upload or restore. Its context is detached
+// from the request that started it: the CO's call times out long before a
+// restore of a large volume ends, and retries find the job by key.
+type job struct {
+	what   string // "restore" or "backup", for messages
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done is closed
+	start  time.Time
+	bytes  atomic.Int64
+	total  atomic.Int64
+}
+
+// progress records an engine progress report.
+func (j *job) progress(p s3chain.Progress) {
+	j.bytes.Store(p.DoneBytes)
+	j.total.Store(p.TotalBytes)
+}
+
+// finished reports whether the job ended, and its error.
+func (j *job) finished() (bool, error) {
+	select {
+	case <-j.done:
+		return true, j.err
+	default:
+		return false, nil
+	}
+}
+
+// message says how far the job is: bytes, percent and rate, for the
+// Aborted answers that the external-provisioner shows as PVC events.
+func (j *job) message() string {
+	done, total := j.bytes.Load(), j.total.Load()
+	secs := time.Since(j.start).Seconds()
+	pct, rate := 0.0, 0.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	if secs > 0 {
+		rate = float64(done) / secs
+	}
+	return fmt.Sprintf("%s in progress: %s of %s (%.0f%%), %s/s, running %s",
+		j.what, mib(done), mib(total), pct, mib(int64(rate)), time.Since(j.start).Round(time.Second))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// jobSet tracks background jobs by key (a volume or snapshot lvol id).
+type jobSet struct {
+	mu sync.Mutex
+	m  map[string]*job
+}
+
+func newJobSet() *jobSet { return &jobSet{m: map[string]*job{}} }
+
+// start runs fn in the background under key unless a job with that key
+// exists, and returns the job that runs.
+func (s *jobSet) start(key, what string, fn func(context.Context, *job) error) *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.m[key]; ok {
+		return j
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	s.m[key] = j
+	go func() {
+		j.err = fn(ctx, j)
+		cancel()
+		close(j.done)
+	}()
+	return j
+}
+
+// get returns the job of key, or nil.
+func (s *jobSet) get(key string) *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key]
+}
+
+// forget drops a finished job so that a later call starts afresh.
+func (s *jobSet) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+// stop cancels the job of key, if any, waits for it to end and forgets it.
+func (s *jobSet) stop(key string) {
+	j := s.get(key)
+	if j == nil {
+		return
+	}
+	j.cancel()
+	<-j.done
+	s.forget(key)
+}
+
+// wait waits for j to finish or for ctx's deadline less a margin, so that
+// the answer reaches the CO before its own timeout. It reports whether j ended.
+func wait(ctx context.Context, j *job) bool {
+	wctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Second))
+		defer cancel()
+	}
+	select {
+	case <-j.done:
+		return true
+	case <-wctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,77 @@
+package driver
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+// Templates a fromBackup parameter may use, filled from the
+// external-provisioner's --extra-create-metadata parameters.
+const (
+	tmplPVCNamespace = "${pvc.namespace}"
+	tmplPVCName      = "${pvc.name}"
+)
+
+// restoreRef finds the backup a restore request names: the fromBackup
+// parameter (templates filled, backupTarget as the default target) or a
+// backup snapshot source. Errors are InvalidArgument statuses.
+func restoreRef(vr volumeRequest) (target.Ref, error) {
+	if id := vr.source.GetSnapshot().GetSnapshotId(); isBackupID(id) {
+		if vr.params.FromBackup != "" {
+			return target.Ref{}, status.Error(codes.InvalidArgument, "give either fromBackup or a backup snapshot source, not both")
+		}
+		r, err := parseBackupSnapshotID(id)
+		if err != nil {
+			return r, status.Errorf(codes.NotFound, "snapshot source %q: %v", id, err)
+		}
+		return r, nil
+	}
+	raw := vr.params.FromBackup
+	if strings.Contains(raw, tmplPVCNamespace) || strings.Contains(raw, tmplPVCName) {
+		if vr.params.PVCName == "" || vr.params.PVCNamespace == "" {
+			return target.Ref{}, status.Errorf(codes.InvalidArgument, "%s %q uses %s/%s but the request carries no PVC metadata: run the external-provisioner with --extra-create-metadata",
+				ParamFromBackup, raw, tmplPVCNamespace, tmplPVCName)
+		}
+		raw = strings.NewReplacer(tmplPVCNamespace, vr.params.PVCNamespace, tmplPVCName, vr.params.PVCName).Replace(raw)
+	}
+	r, err := target.ParseRef(raw)
+	if err != nil {
+		return r, status.Errorf(codes.InvalidArgument, "parameter %s: %v", ParamFromBackup, err)
+	}
+	if r.Target != "" && vr.params.BackupTarget != "" && r.Target != vr.params.BackupTarget {
+		return r, status.Errorf(codes.InvalidArgument, "%s names target %q but %s names %q", ParamFromBackup, r.Target, ParamBackupTarget, vr.params.BackupTarget)
+	}
+	if r.Target == "" {
+		r.Target = vr.params.BackupTarget
+	}
+	return r, nil
+}
+
+// openBackup opens the target of ref with the request's secrets and loads
+// the manifest it names ("latest" resolved). The returned ref is concrete.
+func (d *Driver) openBackup(ctx context.Context, ref target.Ref, secrets map[string]string) (*s3chain.Repo, *s3chain.Manifest, target.Ref, error) {
+	t, err := d.targets.Lookup(ref.Target)
+	if err != nil {
+		return nil, nil, ref, chainError("backup target", err)
+	}
+	ref.Target = t.Name
+	repo, err := d.targets.Open(ctx, ref.Target, secrets)
+	if err != nil {
+		return nil, nil, ref, chainError("open backup target "+ref.Target, err)
+	}
+	if ref, err = resolveChain(ctx, repo, ref); err != nil {
+		return nil, nil, ref, chainError("backup "+ref.String(), err)
+	}
+	m, err := repo.Manifest(ctx, ref.Chain, ref.Backup)
+	if err != nil {
+		return nil, nil, ref, chainError("backup "+ref.String(), err)
+	}
+	ref.Backup = m.ID
+	return repo, m, ref, nil
+}

@@ -1,0 +1,61 @@
+package s3chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Verify checks that backup backupID ("latest" allowed) of chain can be
+// restored, without writing anything: every manifest and hash link, the
+// volume digest, and that every block object exists (Stat). With deep it
+// also downloads every distinct block and checks its digest. Errors are
+// those of Restore: ErrBackupNotFound, ErrChainBroken, ErrWrongKey,
+// ErrInvalidManifest, ErrCorruptBlock (naming the block index).
+func (r *Repo) Verify(ctx context.Context, chain, backupID string, deep bool) error {
+	cfg, path, blocks, err := r.resolve(ctx, chain, backupID)
+	if err != nil {
+		return err
+	}
+	tip := path[0]
+	first := map[digest]int64{}
+	var todo []digest
+	for i, d := range blocks {
+		if _, ok := first[d]; !ok && !d.isZero() {
+			first[d] = int64(i)
+			todo = append(todo, d)
+		}
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(DefaultWorkers)
+	for _, d := range todo {
+		g.Go(func() error {
+			i := first[d]
+			key := blockKey(chain, d.String())
+			var err error
+			if deep {
+				var obj []byte
+				if obj, err = r.store.Get(ctx, key); err == nil {
+					if _, cerr := r.checkBlock(cfg, obj, d, tip.blockLen(i), nil); cerr != nil {
+						return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, i, key, cerr)
+					}
+				}
+			} else {
+				_, err = r.store.Stat(ctx, key)
+			}
+			if errors.Is(err, ErrObjectNotFound) {
+				return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, i, key, err)
+			}
+			if err != nil {
+				return fmt.Errorf("check block %d (object %s): %w", i, key, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("verify backup %q of chain %q: %w", tip.ID, chain, err)
+	}
+	return nil
+}
