@@ -93,19 +93,24 @@ func driverFlags(t *testing.T) map[string]flagInfo {
 	return binary.flags
 }
 
+// buildAndAsk builds the binary, unless CHAINVOL_CSI_BIN names one already
+// built from this tree (make build's bin/chainvol-csi), and parses its -h.
 func buildAndAsk() (map[string]flagInfo, error) {
-	dir, err := os.MkdirTemp("", "chainvol-deploy-test-")
-	if err != nil {
-		return nil, err
-	}
-	binary.dir = dir
-	bin := filepath.Join(dir, "chainvol-csi")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "./cmd/chainvol-csi")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build ./cmd/chainvol-csi: %v\n%s", err, out)
+	bin := os.Getenv("CHAINVOL_CSI_BIN")
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "chainvol-deploy-test-")
+		if err != nil {
+			return nil, err
+		}
+		binary.dir = dir
+		bin = filepath.Join(dir, "chainvol-csi")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "./cmd/chainvol-csi")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build ./cmd/chainvol-csi: %v\n%s", err, out)
+		}
 	}
 	hctx, hcancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer hcancel()

@@ -69,12 +69,15 @@ func TestExampleClaims(t *testing.T) {
 	pvcs, from := objectsOf[corev1.PersistentVolumeClaim](t, false)
 	for i, p := range pvcs {
 		m := from[i]
-		found := false
+		class, found := "", false
+		if p.Spec.StorageClassName != nil {
+			class = *p.Spec.StorageClassName
+		}
 		for _, sc := range scs {
-			found = found || (p.Spec.StorageClassName != nil && sc.Name == *p.Spec.StorageClassName)
+			found = found || sc.Name == class
 		}
 		if !found {
-			t.Errorf("%s: storageClassName %v is not under deploy/", m, p.Spec.StorageClassName)
+			t.Errorf("%s: storageClassName %q is not under deploy/", m, class)
 		}
 		if ds := p.Spec.DataSource; ds != nil {
 			ok := ds.Kind == "VolumeSnapshot" && ds.APIGroup != nil && *ds.APIGroup == snapv1.GroupName

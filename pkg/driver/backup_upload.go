@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"k8s.io/klog/v2"
 
@@ -16,7 +19,7 @@ import (
 // The secrets live only in the job's closure, never on disk.
 func (d *Driver) startUpload(snap backend.LVol, ref target.Ref, secrets map[string]string) *job {
 	return d.jobs.start(snap.ID, "backup upload", func(ctx context.Context, j *job) error {
-		err := d.upload(ctx, j, snap, ref, secrets)
+		err := d.uploadWithRetries(ctx, j, snap, ref, secrets)
 		labels := map[string]string{labelBackupState: backupDone}
 		if err != nil {
 			klog.ErrorS(err, "backup upload failed", "snapshot", snap.ID, "backup", ref.String())
@@ -30,6 +33,32 @@ func (d *Driver) startUpload(snap backend.LVol, ref target.Ref, secrets map[stri
 		}
 		return err
 	})
+}
+
+// uploadAttempts bounds the retries of a whole upload after a failure the
+// store layer does not retry (an S3 server's transient conflict, a broken
+// connection mid-stream); a retry re-sends only blocks not yet stored.
+const uploadAttempts = 3
+
+// uploadWithRetries runs upload until it succeeds, fails for a reason a
+// retry cannot fix (bad input, credentials, cancellation), or runs out of attempts.
+func (d *Driver) uploadWithRetries(ctx context.Context, j *job, snap backend.LVol, ref target.Ref, secrets map[string]string) error {
+	var err error
+	for attempt := 1; attempt <= uploadAttempts; attempt++ {
+		if err = d.upload(ctx, j, snap, ref, secrets); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if c := chainCode(err); c == codes.InvalidArgument || c == codes.PermissionDenied {
+			return err
+		}
+		klog.InfoS("backup upload failed, retrying", "backup", ref.String(), "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
+	return err
 }
 
 // upload backs the snapshot up as the chain's next link: incremental from

@@ -117,6 +117,13 @@ func newTargets(opts Options) (*target.Set, error) {
 			return nil, err
 		}
 	}
-	def := "file://" + filepath.Join(opts.StateDir, "backups")
-	return target.NewSet(opts.BackupTargets, def, sec)
+	def := filepath.Join(opts.StateDir, "backups")
+	if len(opts.BackupTargets) == 0 {
+		// The embedded default exists from the start; a configured file
+		// target must already exist, so an unmounted disk is not filled.
+		if err := os.MkdirAll(def, 0o700); err != nil {
+			return nil, fmt.Errorf("embedded default backup target: %w", err)
+		}
+	}
+	return target.NewSet(opts.BackupTargets, "file://"+def, sec)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/pkg/backend"
 )
 
 // TestFreezeStaged: while frozen, a write from another goroutine blocks;
@@ -49,4 +51,37 @@ func TestFreezeStaged(t *testing.T) {
 		t.Errorf("read back %q", got)
 	}
 	mustOK(t, e.unstage(lv.ID, staging))
+}
+
+// TestStageCloneOfStagedXFS: a reflink clone taken under freezeStaged (as
+// CreateSnapshot does) shares its source's XFS UUID and still stages on the
+// same node while the source is staged (nouuid), holding the frozen data;
+// both mount after reflinking changed their loop devices' sector size.
+func TestStageCloneOfStagedXFS(t *testing.T) {
+	e := newNodeEnv(t)
+	src := e.volume("src", map[string]string{labelFSType: "xfs"})
+	srcStage, cloneStage := e.path("src"), e.path("clone")
+	mustOK(t, e.stage(src.ID, srcStage, mountCap("", snw)))
+	mustOK(t, os.WriteFile(filepath.Join(srcStage, "f"), []byte("before snapshot"), 0o644))
+
+	thaw, err := e.d.freezeStaged(e.ctx, src.ID)
+	mustOK(t, err)
+	clone, err := e.pool.Create(e.ctx, backend.CreateOptions{Name: "clone", Kind: backend.KindVolume,
+		SourceID: src.ID, Labels: map[string]string{labelFSType: "xfs", labelRestoredFrom: "test"}})
+	thaw()
+	mustOK(t, err)
+
+	mustOK(t, e.stage(clone.ID, cloneStage, mountCap("", snw)))
+	if got, _ := os.ReadFile(filepath.Join(cloneStage, "f")); string(got) != "before snapshot" {
+		t.Errorf("clone reads %q, want the data written before the freeze", got)
+	}
+	mustOK(t, e.unstage(clone.ID, cloneStage))
+
+	// Reflinked, the source's loop device comes back with 4 KiB sectors.
+	mustOK(t, e.unstage(src.ID, srcStage))
+	mustOK(t, e.stage(src.ID, srcStage, mountCap("", snw)))
+	if got, _ := os.ReadFile(filepath.Join(srcStage, "f")); string(got) != "before snapshot" {
+		t.Errorf("source reads %q after restaging", got)
+	}
+	mustOK(t, e.unstage(src.ID, srcStage))
 }

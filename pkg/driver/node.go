@@ -211,7 +211,8 @@ func (d *Driver) stageMount(lv backend.LVol, dev, target string, mnt *csi.Volume
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return status.Errorf(codes.Internal, "create staging path: %v", err)
 	}
-	if err := d.mounter.FormatAndMount(dev, target, fsType, mountOptions(fsType, mnt.GetMountFlags())); err != nil {
+	opts := mountOptions(fsType, mnt.GetMountFlags())
+	if err := d.mounter.FormatAndMountSensitiveWithFormatOptions(dev, target, fsType, opts, nil, formatOptions(fsType)); err != nil {
 		return status.Errorf(codes.Internal, "format and mount %s at %s as %s: %v", dev, target, fsType, err)
 	}
 	if err := d.growFS(dev, target); err != nil {
@@ -269,6 +270,21 @@ func mountOptions(fsType string, flags []string) []string {
 		opts = append(opts, "nouuid")
 	}
 	return opts
+}
+
+// formatOptions make filesystems with 4 KiB sectors (XFS) or blocks (ext):
+// a loop device in direct-I/O mode takes the backing file's direct-I/O
+// alignment as its logical sector size, which on XFS becomes 4096 once the
+// lvol has been reflinked (snapshot, clone). A filesystem made for 512-byte
+// sectors would then no longer mount.
+func formatOptions(fsType string) []string {
+	switch fsType {
+	case "xfs":
+		return []string{"-s", "size=4096"}
+	case "ext3", "ext4":
+		return []string{"-b", "4096"}
+	}
+	return nil
 }
 
 // growExtOffline grows an unmounted ext filesystem that is smaller than its

@@ -19,10 +19,13 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
 		return nil, err
 	}
+	rawBlock := false
 	if c := req.GetVolumeCapability(); c != nil {
-		if _, err := nodeCapability(c); err != nil {
+		access, err := nodeCapability(c)
+		if err != nil {
 			return nil, err
 		}
+		rawBlock = access == accessBlock
 	}
 	lv, file, err := d.volumeFile(ctx, id)
 	if err != nil {
@@ -38,7 +41,7 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	}
 	defer d.locks.unlock(id)
 
-	size, err := d.expandAt(ctx, id, file, p)
+	size, err := d.expandAt(ctx, id, file, p, rawBlock)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +50,18 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 }
 
 // expandAt refreshes the loop device behind path p and grows the filesystem
-// mounted there, if any; it returns the device's new size.
-func (d *Driver) expandAt(ctx context.Context, id, file, p string) (int64, error) {
-	dev, block, err := d.volumeAt(ctx, id, file, p)
+// mounted there, if any; it returns the device's new size. For a raw block
+// capability p is not checked: the kubelet may pass a path (a symlink or a
+// directory of its device map) that is not the device file itself.
+func (d *Driver) expandAt(ctx context.Context, id, file, p string, rawBlock bool) (int64, error) {
+	var dev string
+	var err error
+	block := rawBlock
+	if rawBlock {
+		dev, err = d.stagedDevice(ctx, id, file)
+	} else {
+		dev, block, err = d.volumeAt(ctx, id, file, p)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -94,6 +94,18 @@ func TestNodePublishBlock(t *testing.T) {
 		t.Errorf("block stats = %v, want total %d bytes", u, volSize)
 	}
 
+	_, err = e.pool.Resize(e.ctx, lv.ID, 2*volSize)
+	mustOK(t, err)
+	grown, err := e.d.NodeExpandVolume(e.ctx, &csi.NodeExpandVolumeRequest{VolumeId: lv.ID, VolumePath: target,
+		StagingTargetPath: staging, VolumeCapability: c})
+	mustOK(t, err)
+	if grown.CapacityBytes != 2*volSize {
+		t.Errorf("capacity_bytes after expansion = %d, want %d", grown.CapacityBytes, 2*volSize)
+	}
+	if size, err := deviceSize(target); err != nil || size != 2*volSize {
+		t.Errorf("published device is %d bytes (%v), want %d", size, err, 2*volSize)
+	}
+
 	exclusive := blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
 	wantCode(t, e.publish(lv.ID, staging, e.path("pods/b/dev/target"), exclusive, false), codes.FailedPrecondition)
 	mustOK(t, e.unpublish(lv.ID, target))

@@ -65,12 +65,8 @@ func fsUsage(fs *unix.Statfs_t) []*csi.VolumeUsage {
 // on it. A path that does not exist or belongs to something else is
 // NotFound (CSI spec: "does not exist on specified volume_path").
 func (d *Driver) volumeAt(ctx context.Context, id, file, p string) (dev string, block bool, err error) {
-	dev, err = d.loops.find(ctx, file)
-	if err != nil {
-		return "", false, status.Errorf(codes.Internal, "find the loop device of volume %s: %v", id, err)
-	}
-	if dev == "" {
-		return "", false, status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	if dev, err = d.stagedDevice(ctx, id, file); err != nil {
+		return "", false, err
 	}
 	rdev, err := deviceNumber(dev)
 	if err != nil {
@@ -90,4 +86,17 @@ func (d *Driver) volumeAt(ctx context.Context, id, file, p string) (dev string, 
 		return dev, false, nil
 	}
 	return "", false, status.Errorf(codes.NotFound, "volume %s is not at %s (that path is not on its device %s)", id, p, dev)
+}
+
+// stagedDevice returns the loop device of the lvol file; none means the
+// volume is not staged on this node (NotFound).
+func (d *Driver) stagedDevice(ctx context.Context, id, file string) (string, error) {
+	dev, err := d.loops.find(ctx, file)
+	if err != nil {
+		return "", status.Errorf(codes.Internal, "find the loop device of volume %s: %v", id, err)
+	}
+	if dev == "" {
+		return "", status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+	}
+	return dev, nil
 }

@@ -68,9 +68,10 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 	if j.workers <= 0 {
 		j.workers = DefaultWorkers
 	}
+	opened := j // the named result is nil on the error paths below
 	defer func() {
 		if err != nil {
-			j.close()
+			opened.close()
 		}
 	}()
 	if err := j.openFiles(); err != nil {

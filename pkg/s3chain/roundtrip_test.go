@@ -21,6 +21,9 @@ func TestRoundTripReflink(t *testing.T) {
 	mnt := testutil.LoopFS(t, "xfs", 1<<30)
 	srv := testutil.StartS3(t)
 	ctx := context.Background()
+	if err := os.Mkdir(filepath.Join(mnt, "repo"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	fileStore, err := s3chain.OpenStore(ctx, "file://"+filepath.Join(mnt, "repo"), s3chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +63,7 @@ func TestRoundTripReflink(t *testing.T) {
 			// FIEMAP tracking reads about the touched blocks (XFS copies on
 			// write in whole 4 KiB pages, so a neighbour may show up) and
 			// uploads only blocks that really changed.
+			t.Logf("%s backup %d: %d blocks touched; scanned %d, uploaded %d, stored %d bytes, %d zero, %d dedup, %v", name, k, len(touched), st.ScannedBytes, st.UploadedBytes, st.StoredBytes, st.ZeroBlocks, st.DedupBlocks, st.Duration)
 			maxBytes := int64(len(touched)) * bs
 			if st.ScannedBytes > maxBytes+2*bs || st.UploadedBytes > maxBytes || st.ChangedBytes > maxBytes {
 				t.Errorf("%s backup %d: scanned %d, uploaded %d, changed %d bytes; %d blocks touched", name, k, st.ScannedBytes, st.UploadedBytes, st.ChangedBytes, len(touched))

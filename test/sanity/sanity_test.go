@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 
 	"github.com/chainvol/chainvol/internal/csitest"
 	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/pkg/driver"
 )
 
 // childEnv tells a re-executed test binary which access type to run:
@@ -26,7 +28,9 @@ func TestSanity(t *testing.T) {
 		t.Skip("child process")
 	}
 	testutil.RequireRoot(t)
-	for _, access := range []string{"mount", "block"} {
+	// The last two archive every snapshot to a real S3 server (versitygw),
+	// so backup snapshots pass the same suite as local ones.
+	for _, access := range []string{"mount", "block", "mount+s3backup", "block+s3backup"} {
 		t.Run(access, func(t *testing.T) {
 			args := []string{"-test.run=^TestSanityChild$", "-test.v"}
 			if v := os.Getenv("SANITY_FOCUS"); v != "" {
@@ -44,12 +48,16 @@ func TestSanity(t *testing.T) {
 
 // TestSanityChild is the child half of TestSanity.
 func TestSanityChild(t *testing.T) {
-	access := os.Getenv(childEnv)
+	access, backup, _ := strings.Cut(os.Getenv(childEnv), "+")
 	if access == "" {
 		t.Skip("run through TestSanity")
 	}
 	pool := testutil.LoopFS(t, "xfs", 8<<30)
-	node := csitest.Start(t, "sanity-node", filepath.Join(pool, "pool"), nil)
+	var extra func(*driver.Options)
+	if backup == "s3backup" {
+		extra = s3Target(t)
+	}
+	node := csitest.Start(t, "sanity-node", filepath.Join(pool, "pool"), extra)
 	dir := t.TempDir()
 	cfg := sanity.NewTestConfig()
 	cfg.Address = node.Endpoint
@@ -59,14 +67,23 @@ func TestSanityChild(t *testing.T) {
 	cfg.TestVolumeSize = 64 << 20
 	cfg.TestVolumeExpandSize = 128 << 20
 	cfg.IdempotentCount = 2
-	cfg.TestSnapshotParameters = snapshotParams()
+	if backup != "" {
+		cfg.TestSnapshotParameters = map[string]string{"backup": "true"}
+	}
 	sanity.Test(t, cfg)
 }
 
-// snapshotParams lets a run archive every snapshot (SANITY_SNAPSHOT_BACKUP=true).
-func snapshotParams() map[string]string {
-	if os.Getenv("SANITY_SNAPSHOT_BACKUP") == "true" {
-		return map[string]string{"backup": "true"}
+// s3Target starts versitygw and points the driver's only backup target at
+// it, with the credentials in a credentials file as a DaemonSet would.
+func s3Target(t *testing.T) func(*driver.Options) {
+	srv := testutil.StartS3(t)
+	creds := filepath.Join(t.TempDir(), "creds")
+	data := "accessKeyID=" + srv.AccessKey + "\nsecretAccessKey=" + srv.SecretKey + "\n"
+	if err := os.WriteFile(creds, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return func(o *driver.Options) {
+		o.BackupTargets = []string{"offsite=" + srv.URL("sanity")}
+		o.BackupCredentialsFile = creds
+	}
 }

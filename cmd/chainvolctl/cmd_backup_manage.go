@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// verifyResult is the outcome of "backup verify"; JSON names are stable.
+type verifyResult struct {
+	Chain    string  `json:"chain"`
+	ID       string  `json:"id"`
+	Deep     bool    `json:"deep"`
+	OK       bool    `json:"ok"`
+	Error    string  `json:"error,omitempty"`
+	Duration float64 `json:"durationSeconds"`
+}
+
+func (a *app) newBackupVerifyCmd() *cobra.Command {
+	var deep bool
+	cmd := &cobra.Command{
+		Use:   "verify [TARGET:]CHAIN@BACKUP",
+		Short: "Check a backup's manifests and hash links (--deep: every block)",
+		Long: `Check that a backup can be restored: its manifest and those of every parent
+exist, are authentic (MAC) and linked by their digests, and every block they
+need exists. With --deep every block is also downloaded, decoded and its
+digest checked, and the volume digest recomputed: it reads the whole backup.
+Exits 1 if anything is wrong.`,
+		Example: "  chainvolctl backup verify demo/data@latest\n  chainvolctl backup verify offsite:demo/data@20261129T101500Z --deep -o json",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			repo, m, err := a.resolveRef(ctx, argv[0])
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			verr := repo.Verify(ctx, m.Chain, m.ID, deep)
+			res := verifyResult{Chain: m.Chain, ID: m.ID, Deep: deep, OK: verr == nil, Duration: time.Since(start).Seconds()}
+			if verr != nil {
+				res.Error = verr.Error()
+			}
+			err = a.emit(cmd, res, func(w io.Writer) error {
+				if verr != nil {
+					return nil // the error itself is printed on stderr
+				}
+				what := "manifests and hash links"
+				if deep {
+					what = "manifests, hash links and every block"
+				}
+				_, err := fmt.Fprintf(w, "OK: %s@%s: %s verified in %.1fs\n", m.Chain, m.ID, what, res.Duration)
+				return err
+			})
+			if verr != nil {
+				return explain(fmt.Errorf("verify %s@%s: %w", m.Chain, m.ID, verr))
+			}
+			return err
+		}),
+	}
+	cmd.Flags().BoolVar(&deep, "deep", false, "download and check every block (reads the whole backup)")
+	return cmd
+}
+
+func (a *app) newBackupRmCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm [TARGET:]CHAIN@BACKUP",
+		Short: "Remove one backup, merging it into its child",
+		Long: `Remove one backup from its chain. A backup that other backups build on is
+merged into its child (the child then lists the blocks it inherited), so every
+other backup still restores to the same data. Blocks no longer referenced stay
+in the target until 'chainvolctl gc' removes them.`,
+		Example: "  chainvolctl backup rm demo/data@20261129T101500Z\n  chainvolctl gc --dry-run",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			repo, m, err := a.resolveRef(ctx, argv[0])
+			if err != nil {
+				return err
+			}
+			if err := repo.DeleteBackup(ctx, m.Chain, m.ID); err != nil {
+				return explain(fmt.Errorf("remove %s@%s: %w", m.Chain, m.ID, err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s@%s; run 'chainvolctl gc' to free its blocks\n", m.Chain, m.ID)
+			return nil
+		}),
+	}
+}
+
+// gcResult is the outcome of "gc"; JSON names are stable.
+type gcResult struct {
+	DryRun        bool  `json:"dryRun"`
+	Chains        int   `json:"chains"`
+	SkippedChains int   `json:"skippedChains"`
+	Blocks        int   `json:"blocks"`
+	DeletedBlocks int   `json:"deletedBlocks"`
+	DeletedBytes  int64 `json:"deletedBytes"`
+	YoungBlocks   int   `json:"youngBlocks"`
+}
+
+func (a *app) newGCCmd() *cobra.Command {
+	var o s3chain.GCOptions
+	var in string
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Delete blocks no backup references any more",
+		Long: `Garbage-collect a target: delete the block objects that no backup's manifest
+references (left by 'backup rm' or by interrupted backups). Chains with a
+backup in progress are skipped. --dry-run only counts what would go.`,
+		Example: "  chainvolctl gc --dry-run\n  chainvolctl gc --in offsite --min-age 1h -o json",
+		Args:    args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if o.Chain != "" {
+				if err := s3chain.ValidChainName(o.Chain); err != nil {
+					return usageError{err}
+				}
+			}
+			repo, err := a.openRepo(ctx, in)
+			if err != nil {
+				return err
+			}
+			st, err := repo.GC(ctx, o)
+			if err != nil {
+				return explain(fmt.Errorf("gc of %s: %w", repo.Store(), err))
+			}
+			return a.emit(cmd, gcResult{DryRun: o.DryRun, Chains: st.Chains, SkippedChains: st.SkippedChains,
+				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks}, func(w io.Writer) error {
+				verb := "deleted"
+				if o.DryRun {
+					verb = "would delete"
+				}
+				_, err := fmt.Fprintf(w, "%d chains (%d skipped: backup in progress), %d blocks: %s %d blocks (%s); %d unreferenced but younger than --min-age\n",
+					st.Chains, st.SkippedChains, st.Blocks, verb, st.DeletedBlocks, bytesStr(st.DeletedBytes), st.YoungBlocks)
+				return err
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.DryRun, "dry-run", false, "count what would be deleted, delete nothing")
+	f.StringVar(&o.Chain, "chain", "", "collect only this chain")
+	f.DurationVar(&o.MinAge, "min-age", 0, "keep unreferenced blocks younger than this (a grace period for backups starting elsewhere)")
+	f.StringVar(&in, "in", "", "target name (default: the first configured target)")
+	return cmd
+}

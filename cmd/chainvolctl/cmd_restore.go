@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// restoreResult is the outcome of "restore"; JSON names are stable.
+type restoreResult struct {
+	Chain         string  `json:"chain"`
+	ID            string  `json:"id"`
+	To            string  `json:"to"`
+	SizeBytes     int64   `json:"sizeBytes"`
+	FSType        string  `json:"fsType"`
+	FetchedBlocks int     `json:"fetchedBlocks"`
+	SkippedBlocks int     `json:"skippedBlocks"`
+	ZeroBlocks    int     `json:"zeroBlocks"`
+	FetchedBytes  int64   `json:"fetchedBytes"`
+	WrittenBytes  int64   `json:"writtenBytes"`
+	Duration      float64 `json:"durationSeconds"`
+}
+
+// restoreFlags are the options of "restore".
+type restoreFlags struct {
+	to, checkpoint string
+	force          bool
+	workers        int
+	interval       time.Duration
+}
+
+func (a *app) newRestoreCmd() *cobra.Command {
+	var f restoreFlags
+	cmd := &cobra.Command{
+		Use:   "restore [TARGET:]CHAIN@BACKUP --to FILE|DEVICE",
+		Short: "Restore a backup onto a disk image file or block device",
+		Long: `Restore a backup with the driver's engine, without Kubernetes: bare-metal
+recovery onto a disk, or a disk image to move elsewhere. A missing FILE is
+created sparse with the backup's size; an existing file or a device is only
+overwritten with --force. Every block and the whole volume digest are checked.
+
+The restore is resumable: progress is kept in a checkpoint file (default
+FILE.chainvol-checkpoint, or STATE_DIR/checkpoints/NAME.checkpoint for a
+device); run the same command again after an interruption and it continues.
+The checkpoint is removed when the restore succeeds.`,
+		Example: `  chainvolctl restore demo/data@latest --to /srv/data.img
+  chainvolctl restore offsite:prod/db@20261129T101500Z --to /dev/sdb --force`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error { return a.restore(cmd, argv[0], f) }),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.to, "to", "", "file or block device to restore onto (required)")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file that makes the restore resumable (default: next to --to)")
+	fl.BoolVar(&f.force, "force", false, "overwrite an existing file or device")
+	fl.IntVar(&f.workers, "workers", 0, "blocks fetched in parallel (default 8)")
+	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
+	ctx := cmd.Context()
+	repo, m, err := a.resolveRef(ctx, refArg)
+	if err != nil {
+		return err
+	}
+	ckpt := f.checkpoint
+	if ckpt == "" {
+		ckpt = a.defaultCheckpoint(f.to)
+	}
+	if err := checkOverwrite(f.to, ckpt, f.force); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(ckpt), 0o750); err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval)
+	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Target: f.to,
+		Workers: f.workers, Checkpoint: ckpt, Progress: p.update})
+	p.finish()
+	if err != nil {
+		return explain(fmt.Errorf("restore %s@%s onto %s (checkpoint %s; run again to resume): %w", m.Chain, m.ID, f.to, ckpt, err))
+	}
+	res := restoreResult{Chain: m.Chain, ID: m.ID, To: f.to, SizeBytes: m.SizeBytes, FSType: m.FSType,
+		FetchedBlocks: st.FetchedBlocks, SkippedBlocks: st.SkippedBlocks, ZeroBlocks: st.ZeroBlocks,
+		FetchedBytes: st.FetchedBytes, WrittenBytes: st.WrittenBytes, Duration: st.Duration.Seconds()}
+	return a.emit(cmd, res, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "restored %s@%s onto %s (%s, fsType %s): %d blocks fetched, %d resumed, %d zero in %.1fs\n",
+			m.Chain, m.ID, f.to, bytesStr(m.SizeBytes), orDash(m.FSType), st.FetchedBlocks, st.SkippedBlocks, st.ZeroBlocks, res.Duration)
+		return err
+	})
+}
+
+// defaultCheckpoint keeps a file's checkpoint beside it; a device's goes to
+// the state directory, as /dev is a tmpfs that a reboot empties.
+func (a *app) defaultCheckpoint(to string) string {
+	if fi, err := os.Stat(to); err == nil && fi.Mode()&os.ModeDevice != 0 {
+		return filepath.Join(a.stateDir, "checkpoints", filepath.Base(to)+".checkpoint")
+	}
+	return to + ".chainvol-checkpoint"
+}
+
+// checkOverwrite refuses to overwrite an existing target without --force,
+// unless a checkpoint shows this is the resumption of an earlier restore.
+func checkOverwrite(to, ckpt string, force bool) error {
+	if _, err := os.Stat(to); errors.Is(err, os.ErrNotExist) || force {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	if _, err := os.Stat(ckpt); err == nil {
+		return nil
+	}
+	return usagef("%s exists and would be overwritten; pass --force to restore onto it", to)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newCSIVolumeDeleteCmd(f *csiFlags) *cobra.Command {
+	var s secretFlags
+	cmd := &cobra.Command{
+		Use:     "delete VOLUME_ID",
+		Short:   "Delete a volume",
+		Long:    "DeleteVolume. An unknown id succeeds (CSI idempotency); a volume still staged or published is refused by the driver.",
+		Example: "  chainvolctl csi volume delete VOLUME_ID",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			secrets, err := s.load()
+			if err != nil {
+				return err
+			}
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				ctx, cancel := f.withTimeout(ctx)
+				defer cancel()
+				if _, err := c.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: argv[0], Secrets: secrets}); err != nil {
+					return explainCSI(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted volume %s\n", argv[0])
+				return nil
+			})
+		}),
+	}
+	s.add(cmd.Flags())
+	return cmd
+}
+
+func (a *app) newCSIVolumeListCmd(f *csiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List the node's volumes",
+		Long:    "ListVolumes, following next_token until every page is read.",
+		Example: "  chainvolctl csi volume list -o json",
+		Args:    args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				all := &csi.ListVolumesResponse{}
+				for token := ""; ; {
+					cctx, cancel := f.withTimeout(ctx)
+					resp, err := c.ctrl.ListVolumes(cctx, &csi.ListVolumesRequest{StartingToken: token})
+					cancel()
+					if err != nil {
+						return explainCSI(err)
+					}
+					all.Entries = append(all.Entries, resp.GetEntries()...)
+					if token = resp.GetNextToken(); token == "" {
+						break
+					}
+				}
+				return a.emitProto(cmd, all, func(w io.Writer) error {
+					vols := make([]*csi.Volume, 0, len(all.Entries))
+					for _, e := range all.Entries {
+						vols = append(vols, e.GetVolume())
+					}
+					return volumeTable(w, vols...)
+				})
+			})
+		}),
+	}
+}
+
+func (a *app) newCSIVolumeExpandCmd(f *csiFlags) *cobra.Command {
+	var size, volumePath, stagingPath string
+	cmd := &cobra.Command{
+		Use:   "expand VOLUME_ID --size SIZE [--volume-path PATH]",
+		Short: "Grow a volume (and its filesystem, with --volume-path)",
+		Long: `ControllerExpandVolume grows the volume; with --volume-path (a published
+path) NodeExpandVolume then grows the loop device and filesystem online.`,
+		Example: "  chainvolctl csi volume expand VOLUME_ID --size 2Gi --volume-path /mnt/pub --staging-path /mnt/stage",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			n, err := parseSize("size", size)
+			if err != nil {
+				return err
+			}
+			cr := &csi.CapacityRange{RequiredBytes: n}
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				cctx, cancel := f.withTimeout(ctx)
+				defer cancel()
+				resp, err := c.ctrl.ControllerExpandVolume(cctx, &csi.ControllerExpandVolumeRequest{VolumeId: argv[0], CapacityRange: cr})
+				if err != nil {
+					return explainCSI(err)
+				}
+				got := resp.GetCapacityBytes()
+				if volumePath != "" && resp.GetNodeExpansionRequired() {
+					nresp, err := c.node.NodeExpandVolume(cctx, &csi.NodeExpandVolumeRequest{VolumeId: argv[0],
+						VolumePath: volumePath, StagingTargetPath: stagingPath, CapacityRange: cr})
+					if err != nil {
+						return explainCSI(err)
+					}
+					got = nresp.GetCapacityBytes()
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "volume %s is now %s (node expansion required: %v)\n", argv[0], bytesStr(got), resp.GetNodeExpansionRequired() && volumePath == "")
+				return nil
+			})
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&size, "size", "", "new capacity, e.g. 2Gi (required)")
+	fl.StringVar(&volumePath, "volume-path", "", "published path: also grow the filesystem (NodeExpandVolume)")
+	fl.StringVar(&stagingPath, "staging-path", "", "staging path, passed to NodeExpandVolume")
+	_ = cmd.MarkFlagRequired("size")
+	return cmd
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// progress shows how far a backup or restore is: a bar with bytes, rate
+// and ETA on a terminal, else a plain log line every interval (CI logs,
+// journald). The engines call update from many goroutines; one goroutine
+// of ours draws, so the bar is never written concurrently.
+type progress struct {
+	what        string
+	w           io.Writer
+	interval    time.Duration
+	done, total atomic.Int64
+	bar         *progressbar.ProgressBar // nil when not a terminal
+	start       time.Time
+	stop        chan struct{}
+	wg          sync.WaitGroup
+}
+
+// newProgress starts reporting on stderr; call finish when the work ends.
+func newProgress(what string, interval time.Duration) *progress {
+	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(), stop: make(chan struct{})}
+	tick := interval
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription(what), progressbar.OptionFullWidth(),
+			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+		tick = 100 * time.Millisecond
+	}
+	p.wg.Add(1)
+	go p.loop(tick)
+	return p
+}
+
+// update records the engine's progress; it is safe from any goroutine and
+// keeps the largest value seen, as reports may arrive out of order.
+func (p *progress) update(pr s3chain.Progress) {
+	p.total.Store(pr.TotalBytes)
+	for {
+		cur := p.done.Load()
+		if pr.DoneBytes <= cur || p.done.CompareAndSwap(cur, pr.DoneBytes) {
+			return
+		}
+	}
+}
+
+func (p *progress) loop(tick time.Duration) {
+	defer p.wg.Done()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			p.draw(true)
+			return
+		case <-t.C:
+			p.draw(false)
+		}
+	}
+}
+
+func (p *progress) draw(final bool) {
+	done, total := p.done.Load(), p.total.Load()
+	if p.bar != nil {
+		if total > 0 && p.bar.GetMax64() != total {
+			p.bar.ChangeMax64(total)
+		}
+		_ = p.bar.Set64(done)
+		if final {
+			_ = p.bar.Finish()
+		}
+		return
+	}
+	if total == 0 && !final {
+		return
+	}
+	el := time.Since(p.start)
+	rate := float64(done) / max(el.Seconds(), 0.001)
+	eta := "-"
+	if rate > 0 && total > done {
+		eta = time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second).String()
+	}
+	pct := 0.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	fmt.Fprintf(p.w, "%s %s: %s / %s (%.0f%%), %s/s, elapsed %s, ETA %s\n", time.Now().Format("15:04:05"), p.what,
+		bytesStr(done), bytesStr(total), pct, bytesStr(int64(rate)), el.Round(time.Second), eta)
+}
+
+// finish draws the last state and stops the reporter.
+func (p *progress) finish() {
+	close(p.stop)
+	p.wg.Wait()
+}

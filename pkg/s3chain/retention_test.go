@@ -1,0 +1,113 @@
+package s3chain_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+func TestDeleteBackupKeepsOthersRestorable(t *testing.T) {
+	c := newTestChain(t, 5, testKey(2))
+	ctx := context.Background()
+	var gone []string
+	// A middle backup, then the full base, then the newest.
+	for _, id := range []string{c.ids[2], c.ids[0], c.ids[5]} {
+		if err := c.repo.DeleteBackup(ctx, c.name, id); err != nil {
+			t.Fatalf("delete %s: %v", id, err)
+		}
+		gone = append(gone, id)
+		c.checkAll(t, gone...)
+	}
+	ms, err := c.repo.Backups(ctx, c.name)
+	if err != nil || len(ms) != 3 || !ms[0].Full() || ms[1].ParentID != ms[0].ID || ms[2].ParentID != ms[1].ID {
+		t.Fatalf("after deletes: %d backups, %v", len(ms), err)
+	}
+	if err := c.repo.DeleteBackup(ctx, c.name, c.ids[2]); !errors.Is(err, s3chain.ErrBackupNotFound) {
+		t.Errorf("delete of a deleted backup: %v", err)
+	}
+	// A new incremental on the rewritten latest still chains.
+	latest := ms[2]
+	if _, err := c.repo.Manifest(ctx, c.name, "latest"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.repo.Backup(ctx, s3chain.BackupOptions{Chain: c.name, Source: c.dir + "/vol", Parent: ms[1].ID}); !errors.Is(err, s3chain.ErrInvalidOptions) {
+		t.Errorf("backup on a parent that is not the latest: %v", err)
+	}
+	if _, _, err := c.repo.Backup(ctx, s3chain.BackupOptions{Chain: c.name, Source: c.dir + "/vol", Parent: latest.ID}); err != nil {
+		t.Errorf("backup after deletes: %v", err)
+	}
+}
+
+// blockKeys lists the chain's block objects.
+func blockKeys(t *testing.T, c *testChain) []string {
+	var keys []string
+	err := c.store.List(context.Background(), s3chain.BlockPrefix(c.name), func(oi s3chain.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// referenced is the set of block keys the chain's manifests list.
+func referenced(t *testing.T, c *testChain) []string {
+	ms, err := c.repo.Backups(context.Background(), c.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, m := range ms {
+		for _, b := range m.Blocks {
+			if b.Digest != "" {
+				keys = append(keys, s3chain.BlockKey(c.name, b.Digest))
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func TestGCRemovesOnlyUnreferencedBlocks(t *testing.T) {
+	c := newTestChain(t, 4, nil)
+	ctx := context.Background()
+	for _, id := range []string{c.ids[0], c.ids[1], c.ids[3]} {
+		if err := c.repo.DeleteBackup(ctx, c.name, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, live := blockKeys(t, c), referenced(t, c)
+	if len(all) <= len(live) {
+		t.Fatalf("deletes left no garbage: %d blocks, %d referenced", len(all), len(live))
+	}
+	// A young-block grace period and a dry run delete nothing.
+	if st, err := c.repo.GC(ctx, s3chain.GCOptions{MinAge: time.Hour}); err != nil || st.DeletedBlocks != 0 || st.YoungBlocks != len(all)-len(live) {
+		t.Fatalf("gc with MinAge: %+v, %v", st, err)
+	}
+	st, err := c.repo.GC(ctx, s3chain.GCOptions{DryRun: true})
+	if err != nil || st.DeletedBlocks != len(all)-len(live) || len(blockKeys(t, c)) != len(all) {
+		t.Fatalf("dry run: %+v, %v", st, err)
+	}
+	// A backup in progress (its marker) protects the chain.
+	if err := c.store.Put(ctx, "pending/team-a_2fdb-0/0123456789abcdef.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.repo.GC(ctx, s3chain.GCOptions{}); err != nil || st.DeletedBlocks != 0 || st.SkippedChains != 1 {
+		t.Fatalf("gc during a backup: %+v, %v", st, err)
+	}
+	// ... until the marker is older than PendingTTL.
+	time.Sleep(20 * time.Millisecond)
+	st, err = c.repo.GC(ctx, s3chain.GCOptions{PendingTTL: 10 * time.Millisecond})
+	if err != nil || st.DeletedBlocks != len(all)-len(live) {
+		t.Fatalf("gc: %+v, %v", st, err)
+	}
+	if got := blockKeys(t, c); !slices.Equal(got, live) {
+		t.Errorf("after gc %d blocks remain, %d referenced", len(got), len(live))
+	}
+	c.checkAll(t, c.ids[0], c.ids[1], c.ids[3])
+}
