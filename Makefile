@@ -16,7 +16,7 @@ help: ## list targets
 build: ## build chainvol-csi and chainvolctl into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test: build unit sanity e2e ## everything CI runs
+test: deps build unit sanity e2e ## everything CI runs (installs what it needs first)
 
 unit: ## unit tests (race detector on)
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -42,7 +42,7 @@ deps: ## install what the tests need (Debian packages, versitygw); idempotent
 	  GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) && \
 	  touch $(BIN)/.versitygw-$(VERSITYGW_VERSION); fi
 
-demo: build ## the main job: backup then restore through the driver's socket
+demo: deps build ## the main job: backup then restore through the driver's socket
 	bash hack/demo.sh
 
 image: ## container image (needs a Docker engine)

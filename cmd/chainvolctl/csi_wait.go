@@ -60,6 +60,9 @@ func (w *waitFlags) retry(ctx context.Context, f *csiFlags, fn func(ctx context.
 
 // explainCSI adds what to do for the codes an operator meets most.
 func explainCSI(err error) error {
+	if err == nil {
+		return nil
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return err

@@ -34,12 +34,15 @@ func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 }
 
 // attach returns the loop device backing file, attaching one if none does.
-// Direct I/O avoids double caching of the lvol in the page cache.
+// Direct I/O avoids double caching of the lvol in the page cache. The
+// sector size is pinned to 4096 bytes: with direct I/O the kernel derives
+// it from the backing file's alignment, which changes once an XFS file is
+// reflinked, and a volume's geometry must not change under its filesystem.
 func (l *loopDevices) attach(ctx context.Context, file string) (string, error) {
 	if dev, err := l.find(ctx, file); err != nil || dev != "" {
 		return dev, err
 	}
-	out, err := l.exec.CommandContext(ctx, "losetup", "--find", "--show", "--direct-io=on", file).CombinedOutput()
+	out, err := l.exec.CommandContext(ctx, "losetup", "--find", "--show", "--direct-io=on", "--sector-size", "4096", file).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("losetup --find %s: %v: %s", file, err, strings.TrimSpace(string(out)))
 	}

@@ -2,12 +2,17 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
 )
 
 // NodeExpandVolume makes the loop device see the lvol's new size (grown by
@@ -78,4 +83,64 @@ func (d *Driver) expandAt(ctx context.Context, id, file, p string, rawBlock bool
 		return 0, status.Errorf(codes.Internal, "size of %s: %v", dev, err)
 	}
 	return size, nil
+}
+
+// growExtOffline grows an unmounted ext filesystem that is smaller than its
+// device before it is mounted. Offline growth is what resize2fs prefers, and
+// unlike online growth it does not need CAP_SYS_RESOURCE; e2fsck -f is its
+// precondition, so it runs only when the sizes differ.
+func (d *Driver) growExtOffline(dev, fsType string) error {
+	if !strings.HasPrefix(fsType, "ext") {
+		return nil
+	}
+	fsBytes, err := d.extSize(dev)
+	if err != nil {
+		return err
+	}
+	devBytes, err := deviceSize(dev)
+	if err != nil || fsBytes == 0 || fsBytes >= devBytes {
+		return err // fsBytes 0: a blank device, formatted at full size
+	}
+	out, err := d.exec.Command("e2fsck", "-f", "-p", dev).CombinedOutput()
+	var ee utilexec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitStatus() == 1) { // 1: errors corrected
+		return fmt.Errorf("e2fsck -f -p %s: %v: %s", dev, err, out)
+	}
+	if out, err := d.exec.Command("resize2fs", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("resize2fs %s: %v: %s", dev, err, out)
+	}
+	klog.InfoS("grew filesystem before mounting", "device", dev, "fsType", fsType, "from", fsBytes, "to", devBytes)
+	return nil
+}
+
+// extSize returns the size of the ext filesystem on dev from its superblock,
+// or 0 when dev holds no ext filesystem.
+func (d *Driver) extSize(dev string) (int64, error) {
+	out, err := d.exec.Command("dumpe2fs", "-h", dev).Output()
+	if err != nil {
+		return 0, nil
+	}
+	var blocks, size int64
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "Block count":
+			blocks, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		case "Block size":
+			size, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return blocks * size, nil
+}
+
+// growFS grows the filesystem mounted at mountPath to the size of dev (after
+// a restore into a bigger volume, or an expansion while unstaged).
+func (d *Driver) growFS(dev, mountPath string) error {
+	r := mount.NewResizeFs(d.exec)
+	need, err := r.NeedResize(dev, mountPath)
+	if err != nil || !need {
+		return err
+	}
+	_, err = r.Resize(dev, mountPath)
+	return err
 }

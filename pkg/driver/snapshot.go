@@ -59,7 +59,7 @@ func (d *Driver) localSnapshot(ctx context.Context, name, sourceID string, label
 	defer d.locks.unlock(src.ID)
 	thaw, err := d.freezeStaged(ctx, src.ID)
 	if err != nil {
-		return src, status.Errorf(codes.Internal, "freeze filesystem of %s: %v", src.ID, err)
+		return src, err // a status: Aborted while another freeze holds it
 	}
 	snap, err := d.pool.Create(ctx, backend.CreateOptions{Name: name, Kind: backend.KindSnapshot, SourceID: src.ID,
 		SizeBytes: src.SizeBytes, Labels: snapshotLabels(src, labels)})

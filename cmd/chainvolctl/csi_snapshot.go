@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newCSISnapshotCmd(f *csiFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Create, delete and list snapshots and backups (Controller service)",
+		Long: `Controller calls on snapshots. With --param backup=true a snapshot is also
+archived to a backup target as the next backup of the volume's chain; its id
+then starts with "backup:".`,
+		Example: `  chainvolctl csi snapshot create snap1 --source VOLUME_ID --param backup=true --wait -q
+  chainvolctl csi snapshot list --source VOLUME_ID`,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(a.newCSISnapshotCreateCmd(f), a.newCSISnapshotDeleteCmd(f), a.newCSISnapshotListCmd(f))
+	return cmd
+}
+
+func (a *app) newCSISnapshotCreateCmd(f *csiFlags) *cobra.Command {
+	var source string
+	var params []string
+	var quiet bool
+	var s secretFlags
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "create NAME --source VOLUME_ID",
+		Short: "Snapshot a volume, optionally archiving it as a backup",
+		Long: `CreateSnapshot with NAME (the idempotency key). The filesystem is frozen
+while the snapshot is taken if the volume is staged. With --wait the call is
+repeated, as the external-snapshotter does, until the snapshot is
+ready_to_use (a backup is ready once it is archived).`,
+		Example: "  chainvolctl csi snapshot create nightly --source VOLUME_ID --param backup=true --wait",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			p, err := keyValues("param", params)
+			if err != nil {
+				return err
+			}
+			secrets, err := s.load()
+			if err != nil {
+				return err
+			}
+			req := &csi.CreateSnapshotRequest{Name: argv[0], SourceVolumeId: source, Parameters: p, Secrets: secrets}
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				var resp *csi.CreateSnapshotResponse
+				err := w.retry(ctx, f, func(ctx context.Context) (bool, error) {
+					var err error
+					resp, err = c.ctrl.CreateSnapshot(ctx, req)
+					return resp.GetSnapshot().GetReadyToUse(), err
+				})
+				if err != nil {
+					return err
+				}
+				if quiet {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), resp.GetSnapshot().GetSnapshotId())
+					return err
+				}
+				return a.emitProto(cmd, resp.GetSnapshot(), func(w io.Writer) error { return snapshotTable(w, resp.GetSnapshot()) })
+			})
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&source, "source", "", "id of the volume to snapshot (required)")
+	fl.StringArrayVar(&params, "param", nil, "parameter KEY=VALUE (backup=true, backupTarget=NAME); repeatable")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the snapshot id")
+	s.add(fl)
+	w.add(fl, "the snapshot is ready_to_use")
+	_ = cmd.MarkFlagRequired("source")
+	return cmd
+}
+
+func (a *app) newCSISnapshotDeleteCmd(f *csiFlags) *cobra.Command {
+	var s secretFlags
+	cmd := &cobra.Command{
+		Use:     "delete SNAPSHOT_ID",
+		Short:   "Delete a snapshot (or remove a backup from its chain)",
+		Long:    "DeleteSnapshot. An unknown id succeeds (CSI idempotency). A backup id removes that backup from its chain.",
+		Example: "  chainvolctl csi snapshot delete SNAPSHOT_ID",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
+			secrets, err := s.load()
+			if err != nil {
+				return err
+			}
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				ctx, cancel := f.withTimeout(ctx)
+				defer cancel()
+				if _, err := c.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: argv[0], Secrets: secrets}); err != nil {
+					return explainCSI(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted snapshot %s\n", argv[0])
+				return nil
+			})
+		}),
+	}
+	s.add(cmd.Flags())
+	return cmd
+}
+
+func (a *app) newCSISnapshotListCmd(f *csiFlags) *cobra.Command {
+	var source, id string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List snapshots and backups",
+		Long:    "ListSnapshots, following next_token; --source or --id filter as the CSI request does.",
+		Example: "  chainvolctl csi snapshot list --source VOLUME_ID -o json",
+		Args:    args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
+				all := &csi.ListSnapshotsResponse{}
+				for token := ""; ; {
+					cctx, cancel := f.withTimeout(ctx)
+					resp, err := c.ctrl.ListSnapshots(cctx, &csi.ListSnapshotsRequest{StartingToken: token, SourceVolumeId: source, SnapshotId: id})
+					cancel()
+					if err != nil {
+						return explainCSI(err)
+					}
+					all.Entries = append(all.Entries, resp.GetEntries()...)
+					if token = resp.GetNextToken(); token == "" {
+						break
+					}
+				}
+				return a.emitProto(cmd, all, func(w io.Writer) error {
+					snaps := make([]*csi.Snapshot, 0, len(all.Entries))
+					for _, e := range all.Entries {
+						snaps = append(snaps, e.GetSnapshot())
+					}
+					return snapshotTable(w, snaps...)
+				})
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&source, "source", "", "only snapshots of this volume id")
+	cmd.Flags().StringVar(&id, "id", "", "only this snapshot id")
+	return cmd
+}
+
+func snapshotTable(w io.Writer, snaps ...*csi.Snapshot) error {
+	tb := newTable(w, "SNAPSHOT_ID", "SOURCE", "SIZE", "CREATED", "READY")
+	for _, s := range snaps {
+		tb.row(s.GetSnapshotId(), s.GetSourceVolumeId(), bytesStr(s.GetSizeBytes()),
+			timeStr(s.GetCreationTime().AsTime()), fmt.Sprint(s.GetReadyToUse()))
+	}
+	return tb.flush()
+}

@@ -1,0 +1,102 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestParseVolumeParams(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		code   codes.Code
+	}{
+		{"none", nil, codes.OK},
+		{"fromBackup", map[string]string{"fromBackup": "a/b@latest", "backupTarget": "x"}, codes.OK},
+		{"reserved keys ignored", map[string]string{"csi.storage.k8s.io/fstype": "xfs", paramPVCName: "n"}, codes.OK},
+		{"unknown", map[string]string{"fromBakup": "a@latest"}, codes.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseVolumeParams(tc.params)
+			if status.Code(err) != tc.code {
+				t.Fatalf("code %v, want %v (%v)", status.Code(err), tc.code, err)
+			}
+			if tc.code == codes.InvalidArgument && !strings.Contains(err.Error(), "fromBackup, backupTarget") {
+				t.Errorf("error does not list the valid keys: %v", err)
+			}
+		})
+	}
+}
+
+func TestDigestIgnoresPVName(t *testing.T) {
+	a := digestParams(map[string]string{"fromBackup": "c@latest", paramPVName: "pv-1"})
+	b := digestParams(map[string]string{"fromBackup": "c@latest", paramPVName: "pv-2"})
+	c := digestParams(map[string]string{"fromBackup": "d@latest", paramPVName: "pv-1"})
+	if a != b || a == c {
+		t.Fatalf("digests: %s %s %s", a, b, c)
+	}
+}
+
+func TestParseSnapshotParams(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]string
+		backup bool
+		code   codes.Code
+	}{
+		{nil, false, codes.OK},
+		{map[string]string{"backup": "true", "backupTarget": "offsite"}, true, codes.OK},
+		{map[string]string{"backup": "false"}, false, codes.OK},
+		{map[string]string{"backup": "yes"}, false, codes.InvalidArgument},
+		{map[string]string{"backupTarget": "offsite"}, false, codes.InvalidArgument},
+		{map[string]string{"csi.storage.k8s.io/snapshotter-secret-name": "s"}, false, codes.OK},
+		{map[string]string{"other": "1"}, false, codes.InvalidArgument},
+	} {
+		p, err := parseSnapshotParams(tc.params)
+		if status.Code(err) != tc.code || (err == nil && p.Backup != tc.backup) {
+			t.Errorf("%v: got %+v, %v; want backup=%v code %v", tc.params, p, err, tc.backup, tc.code)
+		}
+	}
+}
+
+func TestSizeFor(t *testing.T) {
+	for _, tc := range []struct {
+		req, limit, min, want int64
+		code                  codes.Code
+	}{
+		{0, 0, 0, defaultVolumeSize, codes.OK},
+		{0, 1 << 20, 0, 1 << 20, codes.OK},
+		{1000, 0, 0, 4096, codes.OK},
+		{1 << 20, 0, 2 << 20, 2 << 20, codes.OK},
+		{1 << 20, 1 << 20, 2 << 20, 0, codes.OutOfRange},
+		{2 << 20, 1 << 20, 0, 0, codes.InvalidArgument},
+		{-1, 0, 0, 0, codes.InvalidArgument},
+	} {
+		got, err := sizeFor(&csi.CapacityRange{RequiredBytes: tc.req, LimitBytes: tc.limit}, tc.min)
+		if status.Code(err) != tc.code || got != tc.want {
+			t.Errorf("sizeFor(%d,%d,min %d) = %d, %v; want %d, %v", tc.req, tc.limit, tc.min, got, err, tc.want, tc.code)
+		}
+	}
+}
+
+func TestPage(t *testing.T) {
+	ids := []string{"a", "b", "c", "d", "e"}
+	start, end, next, err := page(ids, 2, "")
+	if err != nil || start != 0 || end != 2 || next != tokenPrefix+"b" {
+		t.Fatalf("first page: %d %d %q %v", start, end, next, err)
+	}
+	// "c" was deleted between the calls: the next page still starts after "b".
+	start, end, next, err = page([]string{"a", "b", "d", "e"}, 2, next)
+	if err != nil || start != 2 || end != 4 || next != "" {
+		t.Fatalf("second page: %d %d %q %v", start, end, next, err)
+	}
+	if _, _, _, err := page(ids, 0, "invalid-token"); status.Code(err) != codes.Aborted {
+		t.Fatalf("invalid token: %v, want Aborted", err)
+	}
+	if _, _, _, err := page(ids, -1, ""); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("negative max: %v", err)
+	}
+}
