@@ -13,6 +13,11 @@ const (
 	sizeAlign int64 = 4096
 )
 
+// minFSSize is the smallest volume in bytes that mkfs accepts per fsType:
+// xfsprogs refuses filesystems under 300 MiB, so a smaller XFS request is
+// rounded up here rather than failing at the first NodeStageVolume.
+var minFSSize = map[string]int64{"xfs": 300 << 20}
+
 // sizeFor picks a volume size in bytes for a capacity range (CSI spec
 // "CapacityRange"): at least required_bytes and minBytes (a source's size),
 // at most limit_bytes, aligned to sizeAlign. Negative values or a limit below

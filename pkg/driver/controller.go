@@ -42,7 +42,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	size, err := sizeFor(req.GetCapacityRange(), srcSize)
+	size, err := sizeFor(req.GetCapacityRange(), max(srcSize, minFSSize[vr.fsType]))
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,9 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 		return nil, err
 	}
 	j.bs = j.cfg.BlockSize
+	if (j.size+j.bs-1)/j.bs > MaxBlocks {
+		return nil, fmt.Errorf("%w: %d bytes is more than %d blocks of %d bytes", ErrInvalidOptions, j.size, MaxBlocks, j.bs)
+	}
 	return j, nil
 }
 
@@ -114,7 +117,7 @@ func (j *backupJob) openFiles() error {
 	if j.size == 0 {
 		j.size = srcSize
 	}
-	if j.size < 0 || j.size > srcSize {
+	if j.size < 0 || j.size > srcSize || j.size > MaxBlocks*MaxBlockSize {
 		return fmt.Errorf("%w: size %d bytes, but source %s has %d", ErrInvalidOptions, j.size, j.o.Source, srcSize)
 	}
 	if j.o.Base != "" && j.o.Parent != "" {

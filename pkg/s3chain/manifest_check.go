@@ -27,8 +27,8 @@ func (m *Manifest) validate() error {
 	if err := checkBlockSize(m.BlockSize); err != nil {
 		return bad("%v", err)
 	}
-	if m.SizeBytes < 0 || m.SizeBytes > 1<<50 {
-		return bad("volume size %d out of range", m.SizeBytes)
+	if m.SizeBytes < 0 || m.SizeBytes > MaxBlocks*m.BlockSize {
+		return bad("volume size %d bytes is more than %d blocks", m.SizeBytes, MaxBlocks)
 	}
 	if !isHexDigest(m.VolumeDigest) || !isHexDigest(m.MAC) {
 		return bad("volumeDigest and mac must be 64 hex digits")
@@ -65,6 +65,11 @@ func (m *Manifest) validateBlocks(bad func(string, ...any) error) error {
 	}
 	return nil
 }
+
+// MaxBlocks bounds the blocks of one volume, so that a manifest cannot make
+// a restore allocate without limit: 16 Mi blocks are 64 TiB at 4 MiB (the
+// block map then takes about 550 MiB of memory).
+const MaxBlocks = 1 << 24
 
 // checkBlockSize enforces MinBlockSize..MaxBlockSize and 4 KiB alignment.
 func checkBlockSize(bs int64) error {
