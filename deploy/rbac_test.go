@@ -49,7 +49,7 @@ var needs = map[string][]access{
 		{"", "persistentvolumes", []string{"get", "list", "watch", "patch"}, false},
 		{"", "persistentvolumeclaims", read, false},
 		{"", "persistentvolumeclaims/status", []string{"patch"}, false},
-		{"", "pods", []string{"list", "watch"}, false},
+		{"", "pods", read, false},
 		{"coordination.k8s.io", "leases", []string{"get", "watch", "list", "delete", "update", "create"}, true},
 		events,
 	},

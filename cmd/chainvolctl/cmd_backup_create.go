@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,6 +76,9 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	if _, err := os.Stat(f.from); err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
+	if err := a.ensureFileTarget(tgt); err != nil {
+		return err
+	}
 	repo, err := a.openRepo(ctx, tgt)
 	if err != nil {
 		return err
@@ -113,6 +118,28 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			bytesStr(st.StoredBytes), st.Duration.Seconds())
 		return err
 	})
+}
+
+// ensureFileTarget creates the directory of a file:// target before the
+// first backup, as the driver does for its embedded default: on a machine
+// without the driver nothing else would.
+func (a *app) ensureFileTarget(name string) error {
+	set, err := a.targetSet()
+	if err != nil {
+		return err
+	}
+	t, err := set.Lookup(name)
+	if err != nil {
+		return explain(err)
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {
+		return nil // OpenStore reports a bad URL with its own words
+	}
+	if err := os.MkdirAll(u.Path, 0o750); err != nil {
+		return fmt.Errorf("create the directory of target %s: %w", t.Name, err)
+	}
+	return nil
 }
 
 // detectFS returns the filesystem on path, or "" (unknown) with a warning:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -122,12 +123,12 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 	r.URL, r.Default = safeURL(tg.URL), name == set.Default()
 	repo, err := set.Open(ctx, name, envSecrets())
 	if err != nil {
-		r.Error = explain(err).Error()
+		r.Error = oneLine(explain(err))
 		return r
 	}
 	store := repo.Store()
 	if _, err := repo.Chains(ctx); err != nil {
-		r.Error = explain(err).Error()
+		r.Error = oneLine(explain(err))
 		return r
 	}
 	r.Reachable = &t
@@ -145,12 +146,15 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 		}
 	}
 	if err != nil {
-		r.Error = explain(err).Error()
+		r.Error = oneLine(explain(err))
 		return r
 	}
 	r.Writable = &t
 	return r
 }
+
+// oneLine keeps an error with its hint on one table row.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 func fmtBool(b *bool) string {
 	if b == nil {

@@ -42,7 +42,7 @@ func (w *waitFlags) retry(ctx context.Context, f *csiFlags, fn func(ctx context.
 		case err != nil && (!w.wait || st.Code() != codes.Aborted):
 			return explainCSI(err)
 		}
-		msg := "not ready yet"
+		msg := "not ready yet (ready_to_use is false)"
 		if err != nil {
 			msg = st.Message()
 		}

@@ -40,7 +40,7 @@ func (a *app) exitCode(err error) int {
 func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := v(cmd, a); err != nil {
-			return usageError{err}
+			return usagef("%v (usage: %s)", err, cmd.UseLine())
 		}
 		return nil
 	}

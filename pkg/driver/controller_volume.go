@@ -75,14 +75,34 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	}, nil
 }
 
-// ControllerExpandVolume grows a volume's lvol; the node then refreshes the
-// loop device and grows the filesystem online (CSI spec "ControllerExpandVolume").
-func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
-	if req.GetCapacityRange() == nil {
-		return nil, status.Error(codes.InvalidArgument, "capacity_range is required")
-	}
+// ControllerGetVolume describes one volume (CSI spec "ControllerGetVolume").
+func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
 	lv, err := d.getVolume(ctx, req.GetVolumeId())
 	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeResponse{Volume: d.csiVolume(lv, nil), Status: &csi.ControllerGetVolumeResponse_VolumeStatus{}}, nil
+}
+
+// ControllerExpandVolume grows a volume's lvol when it lives in this node's
+// pool; the node then refreshes the loop device and grows the filesystem
+// (CSI spec "ControllerExpandVolume"). The external-resizer runs once per
+// cluster, so it may ask a driver on another node: a volume not in the
+// local pool is answered with the requested size and node expansion
+// required, and NodeExpandVolume, called on the volume's own node, grows
+// the lvol there.
+func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	if req.GetVolumeId() == "" || req.GetCapacityRange() == nil {
+		return nil, status.Error(codes.InvalidArgument, "volume_id and capacity_range are required")
+	}
+	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	if status.Code(err) == codes.NotFound {
+		size, err := sizeFor(req.GetCapacityRange(), 0)
+		if err != nil {
+			return nil, err
+		}
+		return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
+	} else if err != nil {
 		return nil, err
 	}
 	if !d.locks.tryLock(lv.ID) {
@@ -98,13 +118,4 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 		return nil, poolError("resize lvol", err)
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: lv.SizeBytes, NodeExpansionRequired: true}, nil
-}
-
-// ControllerGetVolume describes one volume (CSI spec "ControllerGetVolume").
-func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
-	lv, err := d.getVolume(ctx, req.GetVolumeId())
-	if err != nil {
-		return nil, err
-	}
-	return &csi.ControllerGetVolumeResponse{Volume: d.csiVolume(lv, nil), Status: &csi.ControllerGetVolumeResponse_VolumeStatus{}}, nil
 }

@@ -15,8 +15,8 @@ import (
 	utilexec "k8s.io/utils/exec"
 )
 
-// NodeExpandVolume makes the loop device see the lvol's new size (grown by
-// ControllerExpandVolume) and grows an ext4 or XFS filesystem on it online;
+// NodeExpandVolume grows the lvol to the requested size, makes the loop
+// device see it and grows an ext4 or XFS filesystem on it online;
 // a raw block volume only needs the device refreshed (CSI spec
 // "NodeExpandVolume"). It returns the device's size.
 func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
@@ -36,15 +36,21 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err != nil {
 		return nil, err
 	}
-	if want := req.GetCapacityRange().GetRequiredBytes(); want > lv.SizeBytes {
-		// CSI spec "Unsupported capacity_range": the node cannot grow the
-		// lvol itself; ControllerExpandVolume must have done so first.
-		return nil, status.Errorf(codes.OutOfRange, "volume %s is %d bytes, less than the %d requested: expand it with ControllerExpandVolume first", id, lv.SizeBytes, want)
-	}
 	if !d.locks.tryLock(id) {
 		return nil, errBusy(id)
 	}
 	defer d.locks.unlock(id)
+	// The lvol is grown here when ControllerExpandVolume ran on another
+	// node (the external-resizer runs once per cluster) and could not.
+	if r := req.GetCapacityRange(); r.GetRequiredBytes() > lv.SizeBytes {
+		size, err := sizeFor(r, lv.SizeBytes)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := d.pool.Resize(ctx, lv.ID, size); err != nil {
+			return nil, poolError("grow lvol", err)
+		}
+	}
 
 	size, err := d.expandAt(ctx, id, file, p, rawBlock)
 	if err != nil {

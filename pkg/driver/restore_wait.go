@@ -15,13 +15,14 @@ import (
 // volume, progress of a running restore, or a restore restarted from its
 // checkpoint after a driver restart. Other parameters are AlreadyExists.
 func (d *Driver) resumeRestore(ctx context.Context, req *csi.CreateVolumeRequest, vr volumeRequest, lv backend.LVol) (*csi.CreateVolumeResponse, error) {
-	if err := sameVolume(lv, vr, "", req.GetCapacityRange()); err != nil && !(lv.Labels[labelState] != "" && req.GetCapacityRange().GetRequiredBytes() == 0) {
+	if err := sameVolume(lv, vr, "", req.GetCapacityRange()); err != nil {
 		return nil, err
 	}
 	if lv.Labels[labelRestoreRef] == "" {
 		return nil, status.Errorf(codes.AlreadyExists, "volume %q exists and was not restored from a backup", req.GetName())
 	}
 	if lv.Labels[labelState] == "" {
+		d.jobs.forget(lv.ID) // finished while no call waited
 		return d.volumeResponse(lv, vr.source), nil
 	}
 	ref, err := target.ParseRef(lv.Labels[labelRestoreRef])

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,7 +28,7 @@ type chainConfig struct {
 }
 
 const (
-	digestAlgo    = "blake2b-256-keyed"
+	digestAlgo    = "hmac-sha256"
 	encNone       = "none"
 	encAESGCM     = "aes-256-gcm"
 	digestKeyAAD  = "chainvol digest key for chain "
@@ -120,7 +121,7 @@ func (r *Repo) openConfig(chain string, data []byte) (*chainConfig, error) {
 	case cfg.Encryption == encAESGCM && r.aead == nil:
 		return nil, fmt.Errorf("%w: chain %q is encrypted and no key was given", ErrWrongKey, chain)
 	case cfg.Encryption == encAESGCM:
-		key, err := r.open(cfg.DigestKey, []byte(digestKeyAAD+chain))
+		key, err := r.open(slices.Clone(cfg.DigestKey), []byte(digestKeyAAD+chain))
 		if err != nil {
 			return nil, fmt.Errorf("%w: the key does not open chain %q", ErrWrongKey, chain)
 		}

@@ -18,12 +18,12 @@ func (r *Repo) seal(plain, aad []byte) []byte {
 	return r.aead.Seal(out, out[:ns], plain, aad)
 }
 
-// open reverses seal into a fresh slice; it fails if the key or aad differ
-// or a byte was changed.
+// open reverses seal in place (the result overwrites sealed); it fails if
+// the key or aad differ or a byte was changed.
 func (r *Repo) open(sealed, aad []byte) ([]byte, error) {
 	ns := r.aead.NonceSize()
 	if len(sealed) < ns+r.aead.Overhead() {
 		return nil, errors.New("sealed object too short")
 	}
-	return r.aead.Open(nil, sealed[:ns], sealed[ns:], aad)
+	return r.aead.Open(sealed[ns:ns], sealed[:ns], sealed[ns:], aad)
 }

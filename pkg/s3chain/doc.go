@@ -1,0 +1,33 @@
+// Package s3chain stores the backups of chainvol volumes in an object store
+// (S3 or a local directory) as chains, and restores them.
+//
+// A chain is the backup lineage of one volume. Each backup is a manifest
+// plus content-addressed blocks (4 MiB by default, fixed per chain): a full
+// backup lists every non-zero block, an incremental one only the blocks
+// changed since its parent, whose manifest digest it records, so the chain
+// is a hash chain. The format is specified in docs/FORMAT.md; FormatVersion
+// is checked by every reader.
+//
+// The engines:
+//   - Repo.Backup reads a read-only snapshot. On a reflink file system it
+//     finds changed blocks by comparing the FIEMAP extents of the snapshot
+//     and the parent's snapshot, so an incremental backup reads only what
+//     changed; otherwise it compares block digests with the parent. Holes
+//     (SEEK_DATA/SEEK_HOLE) and zero blocks are never uploaded; blocks are
+//     named by a keyed digest, deduplicated, zstd-compressed, optionally
+//     sealed with AES-256-GCM, and uploaded in parallel.
+//   - Repo.Restore verifies the whole chain before writing anything, fetches
+//     each needed block once with bounded memory, checks every digest and
+//     the volume digest, leaves zero blocks as holes, and can resume from a
+//     checkpoint.
+//   - Repo.DeleteBackup merges a backup into its child; Repo.GC removes
+//     blocks no manifest references.
+//
+// What this package must never do: write a restore target before the chain
+// it restores from has been verified; upload a manifest before all of its
+// blocks are stored; delete a block that a manifest, or a backup in
+// progress, may reference; log or store the encryption key.
+//
+// The Store interface (store.go) and its implementations are the object
+// store layer underneath; engine errors are the sentinels in errors.go.
+package s3chain
