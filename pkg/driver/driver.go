@@ -97,6 +97,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		srv.GracefulStop()
+		// Restores resume from their checkpoints, uploads restart, on
+		// the next call after a restart.
+		d.jobs.stopAll()
 	}()
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
 	return srv.Serve(lis)

@@ -109,6 +109,20 @@ func (s *jobSet) stop(key string) {
 	s.forget(key)
 }
 
+// stopAll cancels every job and waits for them, so that no restore or
+// upload outlives the driver (and its pool) that started it.
+func (s *jobSet) stopAll() {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.m))
+	for k := range s.m {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		s.stop(k)
+	}
+}
+
 // wait waits for j to finish or for ctx's deadline less a margin, so that
 // the answer reaches the CO before its own timeout. It reports whether j ended.
 func wait(ctx context.Context, j *job) bool {
