@@ -78,31 +78,16 @@ ready_to_use (a backup is ready once it is archived).`,
 }
 
 func (a *app) newCSISnapshotDeleteCmd(f *csiFlags) *cobra.Command {
-	var s secretFlags
-	cmd := &cobra.Command{
-		Use:     "delete SNAPSHOT_ID",
-		Short:   "Delete a snapshot (or remove a backup from its chain)",
-		Long:    "DeleteSnapshot. An unknown id succeeds (CSI idempotency). A backup id removes that backup from its chain.",
-		Example: "  chainvolctl csi snapshot delete SNAPSHOT_ID",
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			secrets, err := s.load()
-			if err != nil {
-				return err
-			}
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				ctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				if _, err := c.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: argv[0], Secrets: secrets}); err != nil {
-					return explainCSI(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted snapshot %s\n", argv[0])
-				return nil
-			})
-		}),
-	}
-	s.add(cmd.Flags())
-	return cmd
+	return a.newCSIDeleteCmd(f, deleteSpec{
+		noun:    "snapshot",
+		short:   "Delete a snapshot (or remove a backup from its chain)",
+		long:    "DeleteSnapshot. An unknown id succeeds (CSI idempotency). A backup id removes that backup from its chain.",
+		example: "  chainvolctl csi snapshot delete SNAPSHOT_ID",
+		call: func(ctx context.Context, c *csiClient, id string, secrets map[string]string) error {
+			_, err := c.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id, Secrets: secrets})
+			return err
+		},
+	})
 }
 
 func (a *app) newCSISnapshotListCmd(f *csiFlags) *cobra.Command {

@@ -10,31 +10,16 @@ import (
 )
 
 func (a *app) newCSIVolumeDeleteCmd(f *csiFlags) *cobra.Command {
-	var s secretFlags
-	cmd := &cobra.Command{
-		Use:     "delete VOLUME_ID",
-		Short:   "Delete a volume",
-		Long:    "DeleteVolume. An unknown id succeeds (CSI idempotency); a volume still staged or published is refused by the driver.",
-		Example: "  chainvolctl csi volume delete VOLUME_ID",
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			secrets, err := s.load()
-			if err != nil {
-				return err
-			}
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				ctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				if _, err := c.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: argv[0], Secrets: secrets}); err != nil {
-					return explainCSI(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted volume %s\n", argv[0])
-				return nil
-			})
-		}),
-	}
-	s.add(cmd.Flags())
-	return cmd
+	return a.newCSIDeleteCmd(f, deleteSpec{
+		noun:    "volume",
+		short:   "Delete a volume",
+		long:    "DeleteVolume. An unknown id succeeds (CSI idempotency); a volume still staged or published is refused by the driver.",
+		example: "  chainvolctl csi volume delete VOLUME_ID",
+		call: func(ctx context.Context, c *csiClient, id string, secrets map[string]string) error {
+			_, err := c.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id, Secrets: secrets})
+			return err
+		},
+	})
 }
 
 func (a *app) newCSIVolumeListCmd(f *csiFlags) *cobra.Command {

@@ -38,28 +38,28 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if vr.params.FromBackup != "" || isBackupSnapshotSource(vr.source) {
 		return d.createRestoredVolume(ctx, req, vr)
 	}
-	srcID, srcSize, err := d.contentSource(ctx, vr.source)
+	src, err := d.contentSource(ctx, vr.source)
 	if err != nil {
 		return nil, err
 	}
-	size, err := sizeFor(req.GetCapacityRange(), max(srcSize, minFSSize[vr.fsType]))
+	size, err := sizeFor(req.GetCapacityRange(), max(src.SizeBytes, minFSSize[vr.fsType]))
 	if err != nil {
 		return nil, err
 	}
 	if existing, err := d.pool.GetByName(ctx, backend.KindVolume, req.GetName()); err == nil {
-		if err := sameVolume(existing, vr, srcID, req.GetCapacityRange()); err != nil {
+		if err := sameVolume(existing, vr, src.ID, req.GetCapacityRange()); err != nil {
 			return nil, err
 		}
 		return d.volumeResponse(existing, vr.source), nil
 	}
 	lv, err := d.pool.Create(ctx, backend.CreateOptions{
-		Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, SourceID: srcID,
-		Labels: d.volumeLabels(vr, srcID),
+		Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, SourceID: src.ID,
+		Labels: volumeLabels(vr, src),
 	})
 	if err != nil {
 		return nil, poolError("create lvol", err)
 	}
-	klog.InfoS("volume created", "volume", lv.ID, "name", lv.Name, "size", lv.SizeBytes, "source", srcID)
+	klog.InfoS("volume created", "volume", lv.ID, "name", lv.Name, "size", lv.SizeBytes, "source", src.ID)
 	return d.volumeResponse(lv, vr.source), nil
 }
 
@@ -99,29 +99,29 @@ func (d *Driver) checkTopology(tr *csi.TopologyRequirement) error {
 		d.opts.DriverName, d.opts.NodeID, TopologyKey, d.opts.NodeID)
 }
 
-// contentSource resolves a local snapshot or volume source to its lvol id
-// and size; no source gives "", 0. Unknown sources are NotFound.
-func (d *Driver) contentSource(ctx context.Context, src *csi.VolumeContentSource) (string, int64, error) {
+// contentSource resolves a local snapshot or volume source to its lvol; no
+// source gives the zero LVol. Unknown sources are NotFound.
+func (d *Driver) contentSource(ctx context.Context, src *csi.VolumeContentSource) (backend.LVol, error) {
 	var id string
 	var kind backend.Kind
 	switch {
 	case src == nil:
-		return "", 0, nil
+		return backend.LVol{}, nil
 	case src.GetSnapshot() != nil:
 		id, kind = src.GetSnapshot().GetSnapshotId(), backend.KindSnapshot
 	case src.GetVolume() != nil:
 		id, kind = src.GetVolume().GetVolumeId(), backend.KindVolume
 	default:
-		return "", 0, status.Error(codes.InvalidArgument, "volume_content_source must be a snapshot or a volume")
+		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_content_source must be a snapshot or a volume")
 	}
 	lv, err := d.pool.Get(ctx, id)
 	if err == nil && (lv.Kind != kind || lv.Labels[labelState] != "") {
 		err = backend.ErrNotFound
 	}
 	if err != nil {
-		return "", 0, poolError("content source "+string(kind)+" "+id, err)
+		return backend.LVol{}, poolError("content source "+string(kind)+" "+id, err)
 	}
-	return lv.ID, lv.SizeBytes, nil
+	return lv, nil
 }
 
 // sameVolume checks that an existing volume satisfies a retried request.
@@ -141,19 +141,17 @@ func sameVolume(lv backend.LVol, vr volumeRequest, srcID string, r *csi.Capacity
 
 // volumeLabels are the labels recorded on a new volume. A clone inherits
 // its source's filesystem type and restore origin, so the node never
-// formats over the source's data.
-func (d *Driver) volumeLabels(vr volumeRequest, srcID string) map[string]string {
+// formats over the source's data. src is the zero LVol when there is none.
+func volumeLabels(vr volumeRequest, src backend.LVol) map[string]string {
 	l := map[string]string{
 		labelAccessType: vr.access, labelParams: vr.params.Digest, labelFSType: vr.fsType,
 		labelPVCName: vr.params.PVCName, labelPVCNamespace: vr.params.PVCNamespace, labelPVName: vr.params.PVName,
 	}
-	if srcID != "" {
-		if src, err := d.pool.Get(context.Background(), srcID); err == nil {
-			if src.Labels[labelFSType] != "" {
-				l[labelFSType] = src.Labels[labelFSType]
-			}
-			l[labelRestoredFrom] = src.Labels[labelRestoredFrom]
-		}
+	if fs := src.Labels[labelFSType]; fs != "" {
+		l[labelFSType] = fs
+	}
+	if from := src.Labels[labelRestoredFrom]; from != "" {
+		l[labelRestoredFrom] = from
 	}
 	return l
 }

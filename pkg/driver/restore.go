@@ -46,7 +46,7 @@ func (d *Driver) createRestoredVolume(ctx context.Context, req *csi.CreateVolume
 	if err := repo.Verify(ctx, ref.Chain, ref.Backup, false); err != nil {
 		return nil, chainError("verify backup "+ref.String(), err)
 	}
-	labels := d.volumeLabels(vr, "")
+	labels := volumeLabels(vr, backend.LVol{})
 	labels[labelState], labels[labelRestoreRef], labels[labelRestoredFrom] = stateRestoring, ref.String(), ref.String()
 	labels[labelFSType] = m.FSType
 	lv, err := d.pool.Create(ctx, backend.CreateOptions{Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, Labels: labels})
