@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
@@ -21,12 +23,23 @@ type job struct {
 	start  time.Time
 	bytes  atomic.Int64
 	total  atomic.Int64
+	// lastLog is the UnixNano time of the last progress log line.
+	lastLog atomic.Int64
 }
 
-// progress records an engine progress report.
+// progressLogEvery is how often a running job logs its progress.
+const progressLogEvery = 10 * time.Second
+
+// progress records an engine progress report and logs it now and then, so
+// a long restore or upload is visible in the node plugin's log.
 func (j *job) progress(p s3chain.Progress) {
 	j.bytes.Store(p.DoneBytes)
 	j.total.Store(p.TotalBytes)
+	now := time.Now().UnixNano()
+	last := j.lastLog.Load()
+	if now-last >= int64(progressLogEvery) && j.lastLog.CompareAndSwap(last, now) {
+		klog.InfoS("progress", "job", j.what, "status", j.message())
+	}
 }
 
 // finished reports whether the job ended, and its error.
@@ -75,6 +88,7 @@ func (s *jobSet) start(key, what string, fn func(context.Context, *job) error) *
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	j.lastLog.Store(j.start.UnixNano())
 	s.m[key] = j
 	go func() {
 		j.err = fn(ctx, j)
