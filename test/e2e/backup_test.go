@@ -27,22 +27,27 @@ func backupParams(target string) map[string]string {
 // ready; it returns the backup's snapshot id.
 func backup(t *testing.T, ctrl csi.ControllerClient, volID, name, target string) string {
 	t.Helper()
+	return backupReq(t, ctrl, &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: volID, Parameters: backupParams(target)})
+}
+
+// backupReq is backup for a whole request (with secrets, say).
+func backupReq(t *testing.T, ctrl csi.ControllerClient, req *csi.CreateSnapshotRequest) string {
+	t.Helper()
 	deadline := time.Now().Add(retryFor)
 	for {
-		resp, err := ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{
-			Name: name, SourceVolumeId: volID, Parameters: backupParams(target)})
+		resp, err := ctrl.CreateSnapshot(rpcCtx(t), req)
 		if err != nil {
-			t.Fatalf("CreateSnapshot %s of %s: %v", name, volID, err)
+			t.Fatalf("CreateSnapshot %s of %s: %v", req.GetName(), req.GetSourceVolumeId(), err)
 		}
 		s := resp.GetSnapshot()
-		if s.GetSourceVolumeId() != volID {
-			t.Fatalf("CreateSnapshot %s: source_volume_id %q, want %q", name, s.GetSourceVolumeId(), volID)
+		if s.GetSourceVolumeId() != req.GetSourceVolumeId() {
+			t.Fatalf("CreateSnapshot %s: source_volume_id %q, want %q", req.GetName(), s.GetSourceVolumeId(), req.GetSourceVolumeId())
 		}
 		if s.GetReadyToUse() {
 			return s.GetSnapshotId()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("backup %s (%s) not ready after %v", name, s.GetSnapshotId(), retryFor)
+			t.Fatalf("backup %s (%s) not ready after %v", req.GetName(), s.GetSnapshotId(), retryFor)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

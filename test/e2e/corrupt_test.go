@@ -16,7 +16,8 @@ import (
 
 // TestCorruptBlock: a byte flipped in a block object of the embedded file
 // target makes the restore fail with a final error that names the cause,
-// within bounded time, and leaves no volume behind.
+// within bounded time, and leaves no volume behind; once the object is
+// repaired, the same CreateVolume request succeeds without a new name.
 func TestCorruptBlock(t *testing.T) {
 	n := startDriver(t, "node-a", nil)
 	vol := createVolume(t, n.Ctrl, "victim", volSize, mountCap("ext4"), nil)
@@ -38,6 +39,16 @@ func TestCorruptBlock(t *testing.T) {
 		t.Errorf("pool lookup of the failed restore's lvol: %v, want ErrNotFound", err)
 	}
 	onlyVolumes(t, n, vol.GetVolumeId())
+
+	// A repaired target heals the same request: the next call starts afresh.
+	flipByte(t, obj)
+	v, err := createRestored(t, n.Ctrl, restoreReq("from-corrupt", id, volSize, mountCap("")), 5*time.Second)
+	if err != nil {
+		t.Fatalf("restore after repairing the block object: %v", err)
+	}
+	if v.GetVolumeContext()["fsType"] != "ext4" {
+		t.Errorf("healed restore: volume_context %v", v.GetVolumeContext())
+	}
 }
 
 // largestFile returns the largest regular file under dir.
