@@ -27,8 +27,14 @@ sanity: ## CSI sanity suite, filesystem and block (root)
 e2e: ## end-to-end tests and the CLI: real mounts, real S3 (root)
 	$(GO) test -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
-bench: deps build ## benchmarks against baselines measured in the same run
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/...
+# BENCH_FLAGS passes flags to the bench program, e.g. BENCH_FLAGS='-size 1GiB -rounds 3'.
+bench: deps build bench-deps ## chainvol vs restic vs the machine's limit, table + bench/results/latest.json (root, ~10 min)
+	$(GO) build -o $(BIN)/chainvol-bench ./bench
+	$(BIN)/chainvol-bench $(BENCH_FLAGS)
+
+.PHONY: bench-deps
+bench-deps: ## install restic (Debian's package), the baseline of make bench
+	@command -v restic >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq restic; }
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

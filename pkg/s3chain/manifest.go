@@ -64,7 +64,7 @@ type BlockRef struct {
 	// Index is the block number: the block covers bytes
 	// [Index*BlockSize, min((Index+1)*BlockSize, SizeBytes)).
 	Index int64 `json:"i"`
-	// Digest is the keyed BLAKE2b-256 of the block's bytes in lower-case hex,
+	// Digest is the keyed HMAC-SHA256 of the block's bytes in lower-case hex,
 	// or "" for an all-zero block (which has no object).
 	Digest string `json:"d,omitempty"`
 }

@@ -1,0 +1,151 @@
+package main
+
+import "fmt"
+
+func ptr(x float64) *float64 { return &x }
+func okp(b bool) *bool       { return &b }
+
+// ratio is a/b, nil when b is zero (nothing to compare with).
+func ratio(a float64, b *float64) *float64 {
+	if b == nil || *b == 0 {
+		return nil
+	}
+	return ptr(a / *b)
+}
+
+// line builds a row; restic and limit may be nil.
+func line(name, unit string, cv float64, restic, limit *float64) Line {
+	return Line{Name: name, Unit: unit, Chainvol: cv, Restic: restic, Limit: limit,
+		VsRestic: ratio(cv, restic), VsLimit: ratio(cv, limit)}
+}
+
+const mib = 1 << 20
+
+// lines turns the results into the table's rows, each with the team's
+// target and whether it was met. Time ratios are chainvol/other: below 1
+// means chainvol is faster.
+func lines(r *Results) []Line {
+	var out []Line
+	f := r.Full
+	l := line("full backup time", "s", f.Chainvol.Time.Value, ptr(f.Restic.Time.Value), nil)
+	l.Target, l.Met = "chainvol/restic <= 0.667 (1.5x faster)", okp(*l.VsRestic <= 1/1.5)
+	out = append(out, l)
+	out = append(out, line("full backup throughput", "MB/s", f.Chainvol.Throughput.Value, ptr(f.Restic.Throughput.Value), nil))
+	out = append(out, line("full backup bytes stored", "MiB", f.Chainvol.Uploaded.Value/mib, ptr(f.Restic.Uploaded.Value/mib), nil))
+	out = append(out, line("full backup peak RSS (driver)", "MiB", f.Chainvol.PeakRSS.Value/mib, ptr(f.Restic.PeakRSS.Value/mib), nil))
+	out = append(out, line("full backup CPU time (user+sys)", "s", f.Chainvol.CPU.Value, ptr(f.Restic.CPU.Value), nil))
+	if fb := r.FlatBackup; fb != nil {
+		out = append(out, line("full backup by chainvolctl (newest image) time", "s", fb.Time.Value, nil, nil))
+		l = line("full backup by chainvolctl peak RSS", "MiB", fb.PeakRSS.Value/mib, ptr(f.Restic.PeakRSS.Value/mib), nil)
+		out = append(out, l)
+	}
+
+	if len(r.Incremental) > 0 {
+		var ct, rt, cu, ru, worst []float64
+		for _, in := range r.Incremental {
+			ct, rt = append(ct, in.Chainvol.Time.Value), append(rt, in.Restic.Time.Value)
+			cu, ru = append(cu, in.Chainvol.Uploaded.Value/mib), append(ru, in.Restic.Uploaded.Value/mib)
+			worst = append(worst, in.ChainvolVsFull.Value)
+		}
+		l = line(fmt.Sprintf("incremental backup time (median of %d)", len(ct)), "s", median(ct), ptr(median(rt)), nil)
+		l.Target = fmt.Sprintf("chainvol incr/full <= 0.05 (median %.3f, worst %.3f)", median(worst), maxF(worst))
+		l.Met = okp(maxF(worst) <= 0.05)
+		out = append(out, l)
+		out = append(out, line("incremental bytes uploaded (median)", "MiB", median(cu), ptr(median(ru)), nil))
+		var eng []float64
+		for _, in := range r.Incremental {
+			eng = append(eng, in.Chainvol.Engine.Value)
+		}
+		out = append(out, line("incremental upload alone, from driver log (median)", "s", median(eng), nil, nil))
+	}
+	if s := r.StoredAfterChain; s != nil {
+		l = line(fmt.Sprintf("bytes stored, full + %d incrementals", len(r.Incremental)), "MiB", s["chainvol"].Value/mib, ptr(s["restic"].Value/mib), nil)
+		l.Target, l.Met = "chainvol/restic <= 1", okp(*l.VsRestic <= 1)
+		out = append(out, l)
+	}
+	for _, rs := range r.Restores {
+		what := fmt.Sprintf("restore %s (%d links, %.0f MiB)", rs.Name, rs.Links, rs.DataBytes.Value/mib)
+		for _, w := range []struct {
+			how string
+			t   Figure
+		}{{"CreateVolume", rs.CSI}, {"chainvolctl", rs.Ctl}} {
+			l = line(what+" "+w.how, "s", w.t.Value, ptr(rs.Restic.Value), ptr(rs.Limit.Value))
+			l.Target = "c/restic <= 0.333, c/limit <= 1.333"
+			l.Met = okp(*l.VsRestic <= 1.0/3 && *l.VsLimit <= 1/0.75)
+			out = append(out, l)
+		}
+		l = line(fmt.Sprintf("restore %s CPU time chainvolctl (user+sys)", rs.Name), "s", rs.CtlCPU.Value, ptr(rs.ResticCPU.Value), nil)
+		out = append(out, l)
+		l = line(fmt.Sprintf("restore %s peak RSS CreateVolume (driver)", rs.Name), "MiB", rs.CSIPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
+		l.Target, l.Met = "<= 256 MiB", okp(rs.CSIPeakRSS.Value <= 256*mib)
+		out = append(out, l)
+		l = line(fmt.Sprintf("restore %s peak RSS chainvolctl", rs.Name), "MiB", rs.CtlPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
+		l.Target, l.Met = "<= 256 MiB", okp(rs.CtlPeakRSS.Value <= 256*mib)
+		out = append(out, l)
+	}
+	out = append(out, chainLines(r.ChainLength)...)
+	return append(out, snapLines(r.SnapClone)...)
+}
+
+// chainLines compare each chain's restore with a 1-link one: the long
+// chain with bench/flat (the same bytes in one link), the others with the
+// chain's base (which holds fewer bytes, so the ratio per MiB is shown too).
+func chainLines(cls []ChainLink) []Line {
+	var out []Line
+	var base, flat *ChainLink
+	for i := range cls {
+		switch {
+		case cls[i].Chain == flatChain:
+			flat = &cls[i]
+		case cls[i].Links == 1:
+			base = &cls[i]
+		}
+	}
+	for _, c := range cls {
+		l := line(fmt.Sprintf("restore %s, %d-link backup (%.0f MiB), chainvolctl", c.Chain, c.Links, c.DataBytes.Value/mib), "s",
+			c.Ctl.Value, nil, ptr(c.Limit.Value))
+		one := base
+		if flat != nil && c.Chain == chain && c.Links > 1 && c.DataBytes.Value == flat.DataBytes.Value {
+			one = flat
+		}
+		if one != nil && c.Links > 1 {
+			r := c.Ctl.Value / one.Ctl.Value
+			perByte := r * one.DataBytes.Value / c.DataBytes.Value
+			l.Target = fmt.Sprintf("vs %s 1-link <= 1.1 (is %.2f; per MiB %.2f)", one.Chain, r, perByte)
+			l.Met = okp(r <= 1.1)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// snapLines compare each size's snapshot and clone with the smallest's.
+func snapLines(scs []SnapClone) []Line {
+	var out []Line
+	if len(scs) == 0 {
+		return nil
+	}
+	small := scs[0]
+	for _, s := range scs {
+		for _, w := range []struct {
+			what  string
+			t, t0 Figure
+		}{{"snapshot", s.Snapshot, small.Snapshot}, {"clone", s.Clone, small.Clone}} {
+			l := line(fmt.Sprintf("%s of %s volume (%d extents)", w.what, bytesStr(int64(s.Size.Value)), s.Extents), "ms", w.t.Value*1e3, nil, nil)
+			if s.Size.Value > small.Size.Value {
+				r := w.t.Value / w.t0.Value
+				l.Target, l.Met = fmt.Sprintf("vs %s <= 1.2 (is %.2f)", bytesStr(int64(small.Size.Value)), r), okp(r <= 1.2)
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func maxF(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}

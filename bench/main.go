@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// options are the flags; the defaults are the recorded run (docs/BENCHMARKS.md).
+type options struct {
+	size        int64
+	fill        float64
+	rounds      int
+	change      float64
+	longChain   int
+	runs        int
+	resticRuns  int
+	snapSizes   []int64
+	snapFill    float64
+	snapRuns    int
+	seed        uint64
+	out, tmpDir string
+}
+
+func parseFlags() options {
+	var o options
+	var size, snaps string
+	flag.StringVar(&size, "size", "4GiB", "volume size of the backup/restore workload")
+	flag.Float64Var(&o.fill, "fill", 0.6, "fraction of the volume filled with files")
+	flag.IntVar(&o.rounds, "rounds", 10, "rounds of changes, each followed by an incremental backup by both tools")
+	flag.Float64Var(&o.change, "change", 0.01, "fraction of the data each round touches")
+	flag.IntVar(&o.longChain, "long-chain", 31, "links of the long chain of the chain-length test (0 skips it)")
+	flag.IntVar(&o.runs, "runs", 3, "repetitions of restores and limits; the median is reported")
+	flag.IntVar(&o.resticRuns, "restic-runs", 1, "repetitions of restic restore (slow)")
+	flag.StringVar(&snaps, "snap-sizes", "1GiB,16GiB", "volume sizes of the snapshot/clone test")
+	flag.Float64Var(&o.snapFill, "snap-fill", 0.25, "fraction of a snapshot-test volume written, as 1 MiB extents spread evenly")
+	flag.IntVar(&o.snapRuns, "snap-runs", 5, "repetitions of each snapshot and clone")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
+	flag.StringVar(&o.out, "out", "bench/results/latest.json", "JSON results file")
+	flag.StringVar(&o.tmpDir, "tmp", "/var/tmp", "parent of the scratch directory (pool image, S3 data)")
+	flag.Parse()
+	var err error
+	if o.size, err = parseSize(size); err != nil {
+		fatal(err)
+	}
+	for _, s := range strings.Split(snaps, ",") {
+		n, err := parseSize(s)
+		if err != nil {
+			fatal(err)
+		}
+		o.snapSizes = append(o.snapSizes, n)
+	}
+	return o
+}
+
+// parseSize reads 4GiB, 512MiB, 1048576.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for suf, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40} {
+		if strings.HasSuffix(s, suf) {
+			s, mult = strings.TrimSuffix(s, suf), m
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q (use e.g. 4GiB or 512MiB)", s)
+	}
+	return int64(n*float64(mult)) &^ 4095, nil
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "chainvol-bench:", err)
+	os.Exit(1)
+}
+
+func main() {
+	o := parseFlags()
+	if os.Geteuid() != 0 {
+		fatal(fmt.Errorf("needs root (loop devices, mkfs, mount): run 'sudo make bench'"))
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fatal(err)
+	}
+	res, err := runBench(root, o)
+	if res != nil && err == nil {
+		if werr := writeJSON(filepath.Join(root, o.out), res); werr != nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		fatal(err)
+	}
+	printTable(os.Stdout, res)
+}
+
+// runBench sets up the world, runs every phase and tears it all down again,
+// also when a phase fails or the run is interrupted.
+func runBench(root string, o options) (*Results, error) {
+	start := time.Now()
+	res := &Results{Schema: 1, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
+	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 8<<30 // sparse
+	e, err := newEnv(root, o.tmpDir, poolSize)
+	if e != nil {
+		defer e.teardown()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+		go func() { <-sig; logf("interrupted: cleaning up"); e.teardown(); os.Exit(130) }()
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWorld(e)
+	if err != nil {
+		return nil, err
+	}
+	res.Machine.Restic = w.restic.version
+	b := &bench{o: o, w: w, res: res, ctx: context.Background()}
+	for _, phase := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"backups", b.backups}, {"restores", b.restores}, {"chain length", b.chainLength}, {"snapshot and clone", b.snapClone},
+	} {
+		t := time.Now()
+		logf("== %s", phase.name)
+		if err := phase.fn(); err != nil {
+			return nil, fmt.Errorf("%s: %w", phase.name, err)
+		}
+		logf("== %s done in %.0fs (total %.0fs)", phase.name, time.Since(t).Seconds(), time.Since(start).Seconds())
+	}
+	res.Machine.LoadAfter = loadavg()
+	res.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	res.Elapsed = seconds(time.Since(start))
+	res.Lines = lines(res)
+	return res, nil
+}
+
+// world is what every phase talks to.
+type world struct {
+	e      *env
+	s3     *s3
+	drv    *driverProc
+	restic *restic
+	repo   *s3chain.Repo // read-only view of chainvol's bucket (manifests)
+	creds  string
+}
+
+func newWorld(e *env) (*world, error) {
+	w := &world{e: e, creds: filepath.Join(e.tmp, "s3.creds")}
+	var err error
+	if w.s3, err = startS3(e); err != nil {
+		return nil, err
+	}
+	if err = w.s3.writeCredentials(w.creds); err != nil {
+		return nil, err
+	}
+	if w.drv, err = startDriver(e, w.s3, w.creds); err != nil {
+		return nil, err
+	}
+	if w.restic, err = newRestic(e, w.s3); err != nil {
+		return nil, err
+	}
+	store, err := s3chain.OpenStore(context.Background(), w.s3.chainvolURL(),
+		s3chain.Credentials{AccessKeyID: w.s3.access, SecretAccessKey: w.s3.secret})
+	if err != nil {
+		return nil, err
+	}
+	w.repo, err = s3chain.NewRepo(store, s3chain.RepoOptions{})
+	return w, err
+}
+
+// bench carries the run's state between phases.
+type bench struct {
+	o   options
+	w   *world
+	res *Results
+	ctx context.Context
+
+	vol     string // the workload volume's CSI id
+	mnt     string // where it is published
+	gen     *gen
+	ids     []string // chainvol backup ids, oldest first
+	resticS []string // restic snapshot ids, oldest first
+	buf     []byte   // the limit's write buffer
+	// lastImage is the newest backup's snapshot image in the pool.
+	lastImage string
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("run from inside the chainvol repository (no go.mod found)")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func writeJSON(path string, res *Results) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	logf("results written to %s", path)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func config(o options) Config {
+	c := Config{VolumeSize: bytesFig(o.size), FillFraction: o.fill, Rounds: o.rounds, ChangeFraction: o.change,
+		LongChain: o.longChain, Runs: o.runs, ResticRuns: o.resticRuns, SnapFill: o.snapFill, SnapRuns: o.snapRuns, Seed: o.seed}
+	for _, s := range o.snapSizes {
+		c.SnapSizes = append(c.SnapSizes, bytesFig(s))
+	}
+	return c
+}
+
+func maxOf(xs []int64) int64 {
+	var m int64
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// restores restores the newest backup (the end of the chain) and the full
+// base every way: CreateVolume with fromBackup, chainvolctl restore and
+// restic restore, beside the limit measured in between.
+func (b *bench) restores() error {
+	sets := []struct {
+		name string
+		idx  int
+	}{{"newest", len(b.ids) - 1}, {"base", 0}}
+	for _, s := range sets {
+		rs, err := b.restoreSet(s.name, s.idx)
+		if err != nil {
+			return err
+		}
+		b.res.Restores = append(b.res.Restores, rs)
+		logf("restore %s (%d links): CreateVolume %.1fs, chainvolctl %.1fs, restic %.1fs, limit %.1fs (GET %.1fs, write %.1fs)",
+			s.name, rs.Links, rs.CSI.Value, rs.Ctl.Value, rs.Restic.Value, rs.Limit.Value, rs.Get.Value, rs.Write.Value)
+	}
+	return nil
+}
+
+func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
+	id := b.ids[idx]
+	rs := RestoreSet{Name: name, BackupID: id}
+	img, err := resolveImage(b.ctx, b.w.repo, chain, id)
+	if err != nil {
+		return rs, err
+	}
+	rs.Links, rs.DataBytes = img.Links, bytesFig(img.DataBytes)
+	var csiT, ctlT, getT, writeT, limT, csiCPU, ctlCPU []time.Duration
+	var csiRSS, ctlRSS []int64
+	// The ways alternate within each run, so that a burst of load from
+	// elsewhere on the machine hits all of them rather than one.
+	for run := range b.o.runs {
+		g, w, err := b.limit(&img)
+		if err != nil {
+			return rs, err
+		}
+		getT, writeT, limT = append(getT, g), append(writeT, w), append(limT, max(g, w))
+		cr, err := b.restoreCSI(fmt.Sprintf("pvc-bench-restore-%s-%d", name, run), id)
+		if err != nil {
+			return rs, err
+		}
+		csiT, csiRSS, csiCPU = append(csiT, cr.Wall), append(csiRSS, cr.PeakRSS), append(csiCPU, cr.CPU)
+		if cr, err = b.restoreCtl(id); err != nil {
+			return rs, err
+		}
+		ctlT, ctlRSS, ctlCPU = append(ctlT, cr.Wall), append(ctlRSS, cr.PeakRSS), append(ctlCPU, cr.CPU)
+	}
+	rs.ObjectBytes = bytesFig(img.ObjectBytes)
+	rs.CSI, rs.CSIPeakRSS, rs.CSICPU = medianSeconds(csiT), maxBytes(csiRSS), medianSeconds(csiCPU)
+	rs.Ctl, rs.CtlPeakRSS, rs.CtlCPU = medianSeconds(ctlT), maxBytes(ctlRSS), medianSeconds(ctlCPU)
+	rs.Get, rs.Write, rs.Limit = medianSeconds(getT), medianSeconds(writeT), medianSeconds(limT)
+	var resT, resCPU []time.Duration
+	var resRSS []int64
+	for range b.o.resticRuns {
+		cr, err := b.restoreRestic(b.resticS[idx])
+		if err != nil {
+			return rs, err
+		}
+		resT, resRSS, resCPU = append(resT, cr.Wall), append(resRSS, cr.PeakRSS), append(resCPU, cr.CPU)
+	}
+	rs.Restic, rs.ResticRSS, rs.ResticCPU = medianSeconds(resT), maxBytes(resRSS), medianSeconds(resCPU)
+	return rs, nil
+}
+
+// limit measures, for one restore, the plain parallel GET of every object
+// and the plain sequential write of the data bytes to the pool.
+func (b *bench) limit(img *backupImage) (get, write time.Duration, err error) {
+	if get, err = b.w.s3.getAll(b.ctx, img); err != nil {
+		return 0, 0, err
+	}
+	if b.buf == nil {
+		b.buf = randomBuf()
+	}
+	write, err = writeSeq(filepath.Join(b.w.e.pool, "limit-write.img"), img.DataBytes, b.buf)
+	return get, write, err
+}
+
+// restoreCSI is CreateVolume with fromBackup, timed until the volume is
+// returned ready, with the driver's peak RSS and CPU time over the call;
+// the volume is deleted after.
+func (b *bench) restoreCSI(name, id string) (childRun, error) {
+	d := b.w.drv
+	d.resetPeak()
+	cpu0 := d.cpuTime()
+	start := time.Now()
+	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": s3Target + ":" + chain + "@" + id}, nil)
+	cr := childRun{Wall: time.Since(start), CPU: d.cpuTime() - cpu0, PeakRSS: d.peakRSS()}
+	if err != nil {
+		return cr, err
+	}
+	return cr, d.deleteVolume(vol)
+}
+
+// restoreCtl is `chainvolctl restore` onto a new image file in the pool.
+func (b *bench) restoreCtl(id string) (childRun, error) { return b.restoreCtlChain(chain, id) }
+
+// restoreCtlChain is restoreCtl of any chain of the target.
+func (b *bench) restoreCtlChain(chainName, id string) (childRun, error) {
+	dir := filepath.Join(b.w.e.pool, "ctl-restore")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return childRun{}, err
+	}
+	defer os.RemoveAll(dir)
+	to := filepath.Join(dir, "vol.img")
+	c := exec.Command(b.w.e.bin("chainvolctl"), "--target", s3Target+"="+b.w.s3.chainvolURL(),
+		"--credentials-file", b.w.creds, "--state-dir", filepath.Join(b.w.e.tmp, "ctl-state"), "-o", "json",
+		"restore", s3Target+":"+chainName+"@"+id, "--to", to)
+	out, cr, err := runChild(c)
+	if err != nil {
+		return cr, fmt.Errorf("chainvolctl restore: %w", err)
+	}
+	var r struct {
+		WrittenBytes int64 `json:"writtenBytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.WrittenBytes == 0 {
+		return cr, fmt.Errorf("chainvolctl restore printed %q", out)
+	}
+	return cr, nil
+}
+
+// restoreRestic is `restic restore` of the same image into the pool.
+func (b *bench) restoreRestic(snap string) (childRun, error) {
+	dir := filepath.Join(b.w.e.pool, "restic-restore")
+	defer os.RemoveAll(dir)
+	return b.w.restic.restore(snap, dir)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// snapClone times CSI snapshots and clones of raw block volumes of each
+// size, written to the same fraction so a bigger volume also has more
+// extents to share, as it would in use.
+func (b *bench) snapClone() error {
+	d := b.w.drv
+	for _, size := range b.o.snapSizes {
+		name := fmt.Sprintf("pvc-bench-snap-%d", size>>20)
+		var vol string
+		file, err := d.newLvolFile(func() error {
+			var err error
+			vol, err = d.createVolume(name, size, blockCap(), nil, nil)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		sc := SnapClone{Size: bytesFig(size)}
+		t := time.Now()
+		written, err := spreadWrite(file, size, b.o.snapFill)
+		if err != nil {
+			return err
+		}
+		sc.Written, sc.Extents = bytesFig(written), extents(file)
+		logf("snapshot volume %s: wrote %.0f MB in %d extents in %.0fs", bytesStr(size), float64(written)/1e6, sc.Extents, time.Since(t).Seconds())
+		var snapT, cloneT, delT []time.Duration
+		for run := range b.o.snapRuns {
+			snap, took, err := d.snapshot(fmt.Sprintf("%s-snap-%d", name, run), vol, false)
+			if err != nil {
+				return err
+			}
+			snapT = append(snapT, took)
+			src := &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}}
+			start := time.Now()
+			clone, err := d.createVolume(fmt.Sprintf("%s-clone-%d", name, run), size, blockCap(), nil, src)
+			if err != nil {
+				return err
+			}
+			cloneT = append(cloneT, time.Since(start))
+			start = time.Now()
+			if err := d.deleteSnapshot(snap); err != nil {
+				return err
+			}
+			if err := d.deleteVolume(clone); err != nil {
+				return err
+			}
+			delT = append(delT, time.Since(start))
+		}
+		sc.Snapshot, sc.Clone, sc.DeleteAll = medianSeconds(snapT), medianSeconds(cloneT), medianSeconds(delT)
+		b.res.SnapClone = append(b.res.SnapClone, sc)
+		logf("%s: snapshot %.1f ms, clone %.1f ms", bytesStr(size), sc.Snapshot.Value*1e3, sc.Clone.Value*1e3)
+		if err := d.deleteVolume(vol); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spreadWrite writes 1 MiB of incompressible data every 1/fill MiB of the
+// file (so 1 MiB extents separated by holes), then fsyncs it.
+func spreadWrite(path string, size int64, fill float64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := randomBuf()[:1<<20]
+	stride := int64(float64(1<<20) / fill)
+	stride = max(stride&^4095, 1<<20)
+	var n int64
+	for off := int64(0); off+int64(len(buf)) <= size; off += stride {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return n, err
+		}
+		n += int64(len(buf))
+	}
+	return n, f.Sync()
+}
+
+var extentRow = regexp.MustCompile(`(?m)^\s*\d+:\s+\d+\.\.`)
+
+// extents counts the FIEMAP extents of a file, the rows of filefrag -v
+// (its summary line counts physically discontiguous runs instead, which
+// hides extents XFS happened to place at matching offsets), -1 if unknown.
+func extents(path string) int {
+	out, err := run("filefrag", "-v", path)
+	if err != nil {
+		return -1
+	}
+	return len(extentRow.FindAllString(out, -1))
+}
+
+// bytesStr prints a size in binary units.
+func bytesStr(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%dB", n)
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+// Results is everything one run measured; it is written as
+// bench/results/latest.json. Every number is a Figure with its unit.
+type Results struct {
+	Schema     int     `json:"schema"`
+	StartedAt  string  `json:"startedAt"`
+	FinishedAt string  `json:"finishedAt"`
+	Elapsed    Figure  `json:"elapsed"`
+	Machine    Machine `json:"machine"`
+	Config     Config  `json:"config"`
+
+	Workload    Workload          `json:"workload"`
+	Full        BackupPair        `json:"fullBackup"`
+	Incremental []IncrementalPair `json:"incrementalBackups"`
+	// StoredAfterChain is each bucket's size after the full backup and the
+	// incrementals (before the extra links of the chain-length test).
+	StoredAfterChain map[string]Figure `json:"storedAfterChain"`
+	Restores         []RestoreSet      `json:"restores"`
+	ChainLength      []ChainLink       `json:"chainLength"`
+	FlatBackup       *FlatBackup       `json:"chainvolctlFullBackup,omitempty"`
+	SnapClone        []SnapClone       `json:"snapshotClone"`
+	// Lines are the rows of the printed table, with ratios and targets.
+	Lines []Line `json:"lines"`
+}
+
+// Machine is where the run happened and how busy it was.
+type Machine struct {
+	CPU         string `json:"cpu"`
+	Cores       int    `json:"cores"`
+	MemoryBytes Figure `json:"memory"`
+	Kernel      string `json:"kernel"`
+	LoadBefore  string `json:"loadBefore"`
+	LoadAfter   string `json:"loadAfter"`
+	Restic      string `json:"restic"`
+	Go          string `json:"go"`
+	Disk        string `json:"disk"`
+}
+
+// Config are the flags of the run.
+type Config struct {
+	VolumeSize     Figure   `json:"volumeSize"`
+	FillFraction   float64  `json:"fillFraction"`
+	Rounds         int      `json:"rounds"`
+	ChangeFraction float64  `json:"changeFraction"`
+	LongChain      int      `json:"longChainLinks"`
+	Runs           int      `json:"runs"`
+	ResticRuns     int      `json:"resticRestoreRuns"`
+	SnapSizes      []Figure `json:"snapshotSizes"`
+	SnapFill       float64  `json:"snapshotFillFraction"`
+	SnapRuns       int      `json:"snapshotRuns"`
+	Seed           uint64   `json:"seed"`
+}
+
+// Workload is what was written to the volume.
+type Workload struct {
+	Fill   fillStats     `json:"fill"`
+	Rounds []changeStats `json:"rounds"`
+}
+
+// BackupRun is one backup by one tool.
+type BackupRun struct {
+	Time       Figure `json:"time"`
+	Throughput Figure `json:"throughput"` // the image's allocated bytes per second
+	Uploaded   Figure `json:"uploaded"`   // growth of the tool's bucket
+	PeakRSS    Figure `json:"peakRSS"`
+	// CPU is user+system time: of the driver process over the call for
+	// chainvol, of the restic process for restic.
+	CPU Figure `json:"cpu"`
+	// Engine is chainvol's upload alone, from the driver's log: Time less
+	// the reflink snapshot (with its freeze) and the CSI calls.
+	Engine Figure `json:"engineTime,omitempty"`
+	ID     string `json:"id"`
+}
+
+// BackupPair is the full backup by both tools.
+type BackupPair struct {
+	ImageAllocated Figure    `json:"imageAllocated"`
+	Chainvol       BackupRun `json:"chainvol"`
+	Restic         BackupRun `json:"restic"`
+}
+
+// IncrementalPair is one round of changes and both tools' backups of it.
+type IncrementalPair struct {
+	Round        int       `json:"round"`
+	ChangedBytes Figure    `json:"changedBytes"`
+	Chainvol     BackupRun `json:"chainvol"`
+	Restic       BackupRun `json:"restic"`
+	// ChainvolVsFull is the incremental's time over chainvol's full backup's.
+	ChainvolVsFull Figure `json:"chainvolVsFull"`
+}
+
+// RestoreSet is one backup restored every way, beside the limit.
+type RestoreSet struct {
+	Name        string `json:"name"` // "newest" or "base"
+	BackupID    string `json:"backupId"`
+	Links       int    `json:"links"`
+	DataBytes   Figure `json:"dataBytes"`
+	ObjectBytes Figure `json:"objectBytes"`
+	CSI         Figure `json:"chainvolCreateVolume"`
+	CSIPeakRSS  Figure `json:"chainvolCreateVolumePeakRSS"` // the driver's VmHWM
+	CSICPU      Figure `json:"chainvolCreateVolumeCPU"`     // the driver's user+system time, median
+	Ctl         Figure `json:"chainvolctlRestore"`
+	CtlPeakRSS  Figure `json:"chainvolctlRestorePeakRSS"`
+	CtlCPU      Figure `json:"chainvolctlRestoreCPU"`
+	Restic      Figure `json:"resticRestore"`
+	ResticRSS   Figure `json:"resticRestorePeakRSS"`
+	ResticCPU   Figure `json:"resticRestoreCPU"`
+	Get         Figure `json:"limitGet"`
+	Write       Figure `json:"limitWrite"`
+	Limit       Figure `json:"limit"` // per run max(get, write), median
+}
+
+// ChainLink is the restore of the newest backup of a chain of Links links.
+type ChainLink struct {
+	// Chain is bench/data, or bench/flat: a full backup of the long
+	// chain's newest image, so the same bytes in one link.
+	Chain     string `json:"chain"`
+	Links     int    `json:"links"`
+	BackupID  string `json:"backupId"`
+	DataBytes Figure `json:"dataBytes"`
+	Ctl       Figure `json:"chainvolctlRestore"`
+	Limit     Figure `json:"limit"`
+}
+
+// FlatBackup is the full backup of the long chain's newest image by
+// chainvolctl backup create: the backup engine as a child process, so its
+// own peak RSS and CPU.
+type FlatBackup struct {
+	Time    Figure `json:"time"`
+	CPU     Figure `json:"cpu"`
+	PeakRSS Figure `json:"peakRSS"`
+}
+
+// SnapClone is the snapshot and clone times of one volume size.
+type SnapClone struct {
+	Size      Figure `json:"size"`
+	Written   Figure `json:"written"`
+	Extents   int    `json:"extents"`
+	Snapshot  Figure `json:"snapshot"`
+	Clone     Figure `json:"clone"`
+	DeleteAll Figure `json:"deleteSnapshotAndClone"`
+}
+
+// Line is one row of the table: the chainvol figure, what it is compared
+// with, the ratios and the team's target.
+type Line struct {
+	Name     string   `json:"name"`
+	Unit     string   `json:"unit"`
+	Chainvol float64  `json:"chainvol"`
+	Restic   *float64 `json:"restic,omitempty"`
+	Limit    *float64 `json:"limit,omitempty"`
+	VsRestic *float64 `json:"chainvolOverRestic,omitempty"`
+	VsLimit  *float64 `json:"chainvolOverLimit,omitempty"`
+	Target   string   `json:"target,omitempty"`
+	Met      *bool    `json:"met,omitempty"`
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Buckets of the one versitygw: chainvol's and restic's sit side by side on
+// the same gateway and disk, so neither gets a faster store.
+const (
+	chainvolBucket = "chainvol"
+	resticBucket   = "restic"
+)
+
+// s3 is the running versitygw (posix backend under dir) and a plain
+// minio-go client of it, used for the limit and to size the buckets.
+type s3 struct {
+	endpoint, access, secret string
+	dir                      string
+	client                   *minio.Client
+}
+
+// startS3 starts bin/versitygw on a free loopback port with random root
+// credentials, as internal/testutil does for the tests, and makes the buckets.
+func startS3(e *env) (*s3, error) {
+	s := &s3{access: "AK" + randHex(9), secret: randHex(20), dir: filepath.Join(e.tmp, "s3")}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s.endpoint = l.Addr().String()
+	l.Close()
+	cmd := exec.Command(e.bin("versitygw"), "--port", s.endpoint, "--health", "/health", "--quiet", "posix", s.dir)
+	// Secrets go through the environment, not argv, so ps cannot show them.
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.access, "ROOT_SECRET_ACCESS_KEY="+s.secret)
+	logFile, err := os.Create(filepath.Join(e.tmp, "versitygw.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start versitygw: %w", err)
+	}
+	e.defer_(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() })
+	if err := waitHTTP("http://"+s.endpoint+"/health", 15*time.Second); err != nil {
+		return nil, err
+	}
+	s.client, err = minio.New(s.endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{chainvolBucket, resticBucket} {
+		if err := s.client.MakeBucket(context.Background(), b, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+			return nil, fmt.Errorf("make bucket %s: %w", b, err)
+		}
+	}
+	return s, nil
+}
+
+// chainvolURL is the driver's and chainvolctl's s3:// target URL.
+func (s *s3) chainvolURL() string {
+	q := url.Values{"endpoint": {s.endpoint}, "region": {"us-east-1"}, "insecure": {"true"}}
+	return "s3://" + chainvolBucket + "?" + q.Encode()
+}
+
+// writeCredentials writes the key=value credentials file chainvol reads.
+func (s *s3) writeCredentials(path string) error {
+	return os.WriteFile(path, []byte("accessKeyID="+s.access+"\nsecretAccessKey="+s.secret+"\n"), 0o600)
+}
+
+// bucketBytes sums the sizes of every object in a bucket: the bytes a
+// repository holds, measured the same way for both tools.
+func (s *s3) bucketBytes(ctx context.Context, bucket string) (int64, int, error) {
+	var n int64
+	var count int
+	for o := range s.client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			return 0, 0, o.Err
+		}
+		n += o.Size
+		count++
+	}
+	return n, count, nil
+}
+
+func waitHTTP(u string, timeout time.Duration) error {
+	c := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := c.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%s not healthy after %v", u, timeout)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
