@@ -11,7 +11,7 @@ UNIT_PKGS := ./pkg/... ./internal/... ./cmd/... ./deploy/...
 .PHONY: help build test unit sanity e2e bench lint deps demo image clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 build: ## build chainvol-csi and chainvolctl into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -56,3 +56,10 @@ image: ## container image (needs a Docker engine)
 
 clean:
 	rm -rf $(BIN)
+
+.PHONY: e2e-cluster
+e2e-cluster: ## chainvol under a real one-node Kubernetes, built from Go modules (root; opt-in, ~20 min cold)
+	@if ! dpkg -s $(APT_PACKAGES) etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) \
+	    etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq; fi
+	bash test/cluster/e2e.sh

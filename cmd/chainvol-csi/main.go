@@ -54,7 +54,20 @@ func run(opts driver.Options) error {
 	if opts.MetricsAddress != "" {
 		go serveMetrics(opts.MetricsAddress, d.MetricsHandler())
 	}
+	if opts.KubeletRegistrationPath != "" {
+		r := &driver.Registrar{DriverName: opts.DriverName, Endpoint: opts.KubeletRegistrationPath, Dir: driver.DefaultRegistrationDir}
+		go serveRegistration(ctx, r)
+	}
 	return d.Run(ctx)
+}
+
+// serveRegistration serves the kubelet's plugin registration; a failure is
+// logged, not fatal: the CSI socket keeps serving the sidecars, and the
+// missing CSINode entry shows the problem to the operator.
+func serveRegistration(ctx context.Context, r *driver.Registrar) {
+	if err := r.Serve(ctx); err != nil {
+		klog.ErrorS(err, "kubelet plugin registration stopped", "socket", r.SocketPath())
+	}
 }
 
 // serveMetrics serves Prometheus metrics; a failure is logged, not fatal,

@@ -35,6 +35,11 @@ type Options struct {
 	MetricsAddress string
 	// MaxVolumesPerNode is reported by NodeGetInfo; 0 means unlimited.
 	MaxVolumesPerNode int64
+	// KubeletRegistrationPath is the CSI socket as the kubelet sees it on
+	// the host; when set, the driver registers itself with the kubelet's
+	// plugin watcher (see Registrar) instead of relying on the
+	// node-driver-registrar sidecar.
+	KubeletRegistrationPath string
 }
 
 // stringList is a repeatable string flag.
@@ -54,6 +59,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.BackupCredentialsFile, "backup-credentials-file", "", "key=value file with accessKeyID, secretAccessKey, sessionToken, encryptionKey for driver-configured targets")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9090", "address for Prometheus /metrics; empty disables")
 	fs.Int64Var(&o.MaxVolumesPerNode, "max-volumes-per-node", 0, "maximum volumes on this node reported to the scheduler; 0 = unlimited")
+	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket's path on the host; when set, register with the kubelet through "+DefaultRegistrationDir+" (no node-driver-registrar needed)")
 }
 
 // Validate checks the options and returns an error naming the first bad one.
@@ -71,6 +77,9 @@ func (o *Options) Validate() error {
 		if !filepath.IsAbs(d) {
 			return fmt.Errorf("directory %q must be absolute", d)
 		}
+	}
+	if o.KubeletRegistrationPath != "" && !filepath.IsAbs(o.KubeletRegistrationPath) {
+		return fmt.Errorf("-kubelet-registration-path %q must be absolute", o.KubeletRegistrationPath)
 	}
 	if o.MaxVolumesPerNode < 0 {
 		return fmt.Errorf("-max-volumes-per-node must be >= 0")

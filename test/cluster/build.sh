@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# build.sh: build (or reuse) every binary the test cluster runs, into
+# $CACHE/bin. Kubernetes comes from the scratch module next to this script
+# (build/go.mod); the CSI sidecars and the snapshot controller from their own
+# modules, built inside the downloaded module because their go.mod has replace
+# lines that `go install pkg@version` refuses. A stamp file per component makes
+# a warm run a no-op; the Go build cache makes even a rebuild quick.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib/common.sh"
+
+K8S_VERSION=v1.37.2
+PROVISIONER=github.com/kubernetes-csi/external-provisioner/v6@v6.4.0
+SNAPSHOTTER=github.com/kubernetes-csi/external-snapshotter/v8@v8.7.0
+RESIZER=github.com/kubernetes-csi/external-resizer/v2@v2.3.0
+export CGO_ENABLED=0
+
+# stamped NAME CMD...: run CMD unless $BIN/.NAME exists, then create it.
+stamped() {
+  local name=$1; shift
+  if [[ -f $BIN/.$name ]]; then log "reuse $name"; return; fi
+  local t0=$SECONDS
+  log "build $name"
+  "$@"
+  touch "$BIN/.$name"
+  log "built $name in $((SECONDS - t0))s"
+}
+
+build_k8s() {
+  # Version stamps: the apiserver derives its emulation version from it, and
+  # an unstamped v0.0.0 binary would refuse the 1.37 feature set.
+  local v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version ld=""
+  for p in $v $cv; do
+    ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean"
+  done
+  (cd "$HERE/build" && GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $ld" -o "$BIN/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl)
+}
+
+# build_module MOD@VER CMD...: build ./cmd/CMD of a downloaded module, in
+# a writable copy (the module cache is read-only and -mod=mod may need to
+# complete go.sum). A replace pointing at a nested module (./client in
+# external-snapshotter) is repointed at that module's published release,
+# since module zips leave nested modules out.
+build_module() {
+  local modver=$1; shift
+  local dir; dir=$(mod_dir "$modver")
+  local src=$CACHE/src/${modver//[\/@]/_}
+  rm -rf "$src" && mkdir -p "$CACHE/src" && cp -r "$dir" "$src" && chmod -R u+w "$src"
+  local ver=${modver#*@} old
+  for old in $(cd "$src" && go mod edit -json | jq -r '.Replace[]? | select(.New.Path | startswith("./")) | .Old.Path'); do
+    (cd "$src" && go mod edit -replace="$old=$(mod_dir "$old@$ver")")
+  done
+  local pkgs=(); for c in "$@"; do pkgs+=("./cmd/$c"); done
+  (cd "$src" && GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w" -o "$BIN/" "${pkgs[@]}")
+}
+
+# mod_dir MOD@VER: the module's directory in the module cache.
+mod_dir() {
+  local d; d=$(go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -n $d ]] || die "cannot download $1"
+  echo "$d"
+}
+
+mkdir -p "$BIN" "$CACHE/logs"
+stamped "k8s-$K8S_VERSION" build_k8s
+stamped "provisioner-${PROVISIONER#*@}" build_module "$PROVISIONER" csi-provisioner
+stamped "snapshotter-${SNAPSHOTTER#*@}" build_module "$SNAPSHOTTER" csi-snapshotter snapshot-controller
+stamped "resizer-${RESIZER#*@}" build_module "$RESIZER" csi-resizer
+stamped pause-1 sh -c "cd '$HERE/build' && go build -trimpath -ldflags='-s -w' -o '$BIN/pause' ./pause"
+# The code under test: always rebuilt (seconds, from the Go build cache).
+log "build chainvol"
+(cd "$REPO" && go build -trimpath -ldflags="-s -w" -o "$BIN/" ./cmd/chainvol-csi ./cmd/chainvolctl)

@@ -1,0 +1,29 @@
+# common.sh: paths, names and helpers shared by the test-cluster scripts.
+# Everything the cluster builds or runs lives outside the repository, under
+# $CACHE (kept between runs: binaries, rootfs, images, the last run's logs)
+# and $RUN (this run's state, removed at teardown).
+CACHE=${CHAINVOL_CLUSTER_CACHE:-/var/cache/chainvol-cluster}
+BIN=$CACHE/bin
+RUN=${CHAINVOL_CLUSTER_RUN:-/var/lib/chainvol-cluster}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+
+# The node: its name, and its address inside the cluster's network namespace.
+NETNS=chainvol-e2e
+NODE_NAME=e2e-node
+NODE_IP=10.250.0.1
+
+CTR_SOCK=$RUN/containerd/containerd.sock
+# Images made locally (lib/images.sh); never pulled.
+PAUSE_IMAGE=registry.local/chainvol/pause:e2e
+TOOLS_IMAGE=registry.local/chainvol/tools:e2e
+# The snapshot CRDs ship in external-snapshotter's client module.
+SNAPSHOT_CLIENT_MOD=github.com/kubernetes-csi/external-snapshotter/client/v8@v8.7.0
+
+KUBECONFIG=$RUN/pki/admin.kubeconfig
+export KUBECONFIG
+# kubectl, always run inside the cluster's network namespace: the apiserver's
+# address exists only there.
+KUBECTL=$RUN/kubectl
+
+log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }

@@ -1,0 +1,107 @@
+# kube.sh: small kubectl helpers for the scenarios. Pods report what they
+# read through their termination message, so no scenario depends on exec or
+# log streaming through the kubelet.
+
+k() { "$KUBECTL" "$@"; }
+
+# apply: kubectl apply of the YAML on stdin.
+apply() { k apply -f - >/dev/null; }
+
+# until_true WHAT SECONDS CMD...: like wait_for, but fails the scenario
+# (returns 1) instead of the run.
+until_true() {
+  local what=$1 secs=$2; shift 2
+  local t0=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if (( SECONDS - t0 >= secs )); then log "timed out after ${secs}s: $what"; return 1; fi
+    sleep 1
+  done
+}
+
+# jp NS KIND/NAME JSONPATH: one field of an object.
+jp() { k -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
+
+# pvc NS NAME CLASS SIZE [DATASOURCE_SNAPSHOT]: a claim.
+pvc() {
+  local src=""
+  [[ -n ${5:-} ]] && src="  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: $5}"
+  apply <<Y
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $2, namespace: $1}
+spec:
+  storageClassName: $3
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: $4}}
+$src
+Y
+}
+
+# pod NS NAME CLAIM SCRIPT: a one-shot pod running SCRIPT with the claim at
+# /data; SCRIPT's last words go to the termination message.
+pod() {
+  apply <<Y
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, namespace: $1}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: c
+      image: $TOOLS_IMAGE
+      imagePullPolicy: Never
+      command: ["/bin/sh", "-ec", $(printf '%s' "$4" | jq -Rs .)]
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: $3}
+Y
+}
+
+# finished NS POD: the pod ran to completion (true) or failed (error).
+finished() {
+  local ph; ph=$(jp "$1" "pod/$2" '{.status.phase}')
+  [[ $ph == Failed ]] && { log "pod $1/$2 failed: $(message "$1" "$2")"; return 2; }
+  [[ $ph == Succeeded ]]
+}
+
+# run_pod NS NAME CLAIM SCRIPT [SECONDS]: run a one-shot pod to completion,
+# print its termination message, delete it.
+run_pod() {
+  pod "$1" "$2" "$3" "$4"
+  local t0=$SECONDS rc
+  while :; do
+    finished "$1" "$2"; rc=$?
+    (( rc == 0 )) && break
+    (( rc == 2 )) && return 1
+    (( SECONDS - t0 < ${5:-300} )) || { log "pod $1/$2 did not finish"; return 1; }
+    sleep 1
+  done
+  message "$1" "$2"
+  k -n "$1" delete pod "$2" --wait=true >/dev/null
+}
+
+message() { jp "$1" "pod/$2" '{.status.containerStatuses[0].state.terminated.message}'; }
+
+# events NS KIND NAME: the messages of the events about one object.
+events() {
+  k -n "$1" get events --field-selector "involvedObject.kind=$2,involvedObject.name=$3" \
+    -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}'
+}
+
+# snapshot NS NAME CLAIM: a backup VolumeSnapshot; waits until ReadyToUse
+# and prints its content's snapshot handle.
+snapshot() {
+  apply <<Y
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshot
+metadata: {name: $2, namespace: $1}
+spec:
+  volumeSnapshotClassName: e2e-backup
+  source: {persistentVolumeClaimName: $3}
+Y
+  until_true "snapshot $1/$2 ready" 300 sh -c "[ \"\$('$KUBECTL' -n $1 get volumesnapshot $2 -o jsonpath='{.status.readyToUse}')\" = true ]" || return 1
+  local content; content=$(jp "$1" "volumesnapshot/$2" '{.status.boundVolumeSnapshotContentName}')
+  k get volumesnapshotcontent "$content" -o 'jsonpath={.status.snapshotHandle}'
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# up.sh: bring the test cluster up from the binaries build.sh made: host
+# setup, PKI, control plane, containerd, images, kubelet, snapshot CRDs and
+# controller, chainvol through overlay/, and the scenarios' classes. A process
+# of its own so that `set -e` holds (e2e.sh calls it inside a condition,
+# where bash ignores -e). By hand: `up.sh`, then `teardown.sh`.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib/common.sh"
+source "$HERE/lib/pki.sh"
+source "$HERE/lib/images.sh"
+source "$HERE/lib/cluster.sh"
+source "$HERE/lib/kube.sh"
+source "$HERE/lib/scenarios.sh"
+
+[[ $(id -u) == 0 ]] || die "needs root (loop devices, mounts, network namespaces)"
+preflight
+setup_host
+make_pki
+start_control_plane
+start_containerd
+build_images
+start_kubelet
+install_snapshots
+install_driver
+classes
