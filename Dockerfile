@@ -16,13 +16,20 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
 ARG TARGETOS TARGETARCH
+# VERSION and COMMIT as the Makefile sets them (git describe, git rev-parse;
+# deploy/build-image.sh passes both): pkg/version reports them.
+ARG VERSION=devel COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ \
-      ./cmd/chainvol-csi ./cmd/chainvolctl
+    go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X github.com/chainvol/chainvol/pkg/version.tag=${VERSION} -X github.com/chainvol/chainvol/pkg/version.commit=${COMMIT}" \
+      -o /out/ ./cmd/chainvol-csi ./cmd/chainvolctl
 
-# Runtime: what the node plugin executes and nothing else.
+# Runtime: what the node plugin executes and nothing else. `make image`
+# builds the same image without an engine (hack/image-base.sh: debootstrap
+# of these packages; hack/image: the binaries, entrypoint and labels);
+# deploy/image_test.go keeps the two package lists equal.
 #   mount       mount, umount, losetup
 #   util-linux  blkid, fsck
 #   e2fsprogs   mkfs.ext4, resize2fs, fsck.ext4
@@ -38,6 +45,11 @@ RUN apt-get update \
  && useradd --system --uid 65532 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin chainvol
 COPY --from=build /out/chainvol-csi /out/chainvolctl /usr/local/bin/
+ARG VERSION=devel COMMIT=unknown
+LABEL org.opencontainers.image.title="chainvol-csi" \
+      org.opencontainers.image.source="https://github.com/chainvol/chainvol" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}"
 # No USER: chainvol-csi runs as root because it attaches loop devices and
 # mounts. chainvolctl needs no privileges; run it as the unprivileged user,
 # e.g. `docker run --user chainvol --entrypoint chainvolctl IMAGE ...` or

@@ -3,46 +3,73 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 VERSITYGW_VERSION := v1.8.0
+# The peer of make bench: the newest restic, built from its Go module.
+RESTIC_VERSION := v0.18.1
+# The version every binary, the image tag and GetPluginInfo report
+# (pkg/version): `git describe`, e.g. v0.3.0, v0.3.0-4-gabc1234, abc1234-dirty.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/chainvol/chainvol/pkg/version.tag=$(VERSION) -X github.com/chainvol/chainvol/pkg/version.commit=$(COMMIT)
+# The image `make image` builds (no container engine needed): the tag the
+# chart and deploy/ run, and where the tarball and OCI layout go.
+IMAGE_REPO ?= ghcr.io/chainvol/chainvol-csi
+IMAGE_TAG ?= $(subst +,_,$(VERSION))
+IMAGE_DIR := $(BIN)/image
+IMAGE_BASE := $(IMAGE_DIR)/base-bookworm.tar
 APT_PACKAGES := xfsprogs e2fsprogs util-linux mount btrfs-progs
+CLUSTER_PACKAGES := etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq
 # Unit tests run under the race detector; the sanity and e2e suites drive
 # real loop devices and mounts and need root.
-UNIT_PKGS := ./pkg/... ./internal/... ./cmd/... ./deploy/...
+UNIT_PKGS := ./pkg/... ./internal/... ./cmd/... ./deploy/... ./charts/... ./hack/...
+# Each suite prints `go test -json`; bin/testreport (hack/testreport) turns it
+# into a line per package, failing tests' output, Ginkgo's per-run counts, a
+# progress line every 30 s and the verdict "NAME: N passed, N failed, N skipped".
+REPORT := $(BIN)/testreport
+UNIT_CMD := $(GO) test -json -race -count=1 $(UNIT_PKGS)
+SANITY_CMD := $(GO) test -json -count=1 -timeout 30m ./test/sanity/...
+E2E_CMD := $(GO) test -json -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
-.PHONY: help build test unit sanity e2e bench lint deps demo image clean
+.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo image image-docker clean e2e-cluster
 
-help: ## list targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+help: ## list targets with what they do
+	@awk -F':.*## ' '/^[a-z0-9-]+:.*## / { name[++n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1) } \
+	  END { for (i = 1; i <= n; i++) printf "  %-" w "s  %s\n", name[i], text[i] }' $(MAKEFILE_LIST)
 
-build: ## build chainvol-csi and chainvolctl into bin/
-	$(GO) build -o $(BIN)/ ./cmd/...
+build: ## build chainvol-csi and chainvolctl into bin/ (static, version from git describe)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-test: deps build unit sanity e2e ## everything CI runs (installs what it needs first)
+test: deps build $(REPORT) ## everything CI runs: unit, sanity and e2e (root); ends with "test: N passed, N failed, N skipped"
+	$(REPORT) -total test -suite 'unit=$(UNIT_CMD)' -suite 'sanity=$(SANITY_CMD)' -suite 'e2e=$(E2E_CMD)'
 
-unit: ## unit tests (race detector on)
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+unit: $(REPORT) ## unit tests (race detector on)
+	$(REPORT) -suite 'unit=$(UNIT_CMD)'
 
-sanity: ## CSI sanity suite, filesystem and block (root)
-	$(GO) test -count=1 -timeout 30m ./test/sanity/...
+sanity: $(REPORT) ## CSI sanity suite, filesystem and block, local and S3 snapshots (root)
+	$(REPORT) -suite 'sanity=$(SANITY_CMD)'
 
-e2e: ## end-to-end tests and the CLI: real mounts, real S3 (root)
-	$(GO) test -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
+e2e: $(REPORT) ## end-to-end tests and the CLI: real mounts, real S3 (root)
+	$(REPORT) -suite 'e2e=$(E2E_CMD)'
+
+$(REPORT): $(wildcard hack/testreport/*.go)
+	$(GO) build -o $@ ./hack/testreport
 
 # BENCH_FLAGS passes flags to the bench program, e.g. BENCH_FLAGS='-size 1GiB -rounds 3'.
-bench: deps build bench-deps ## chainvol vs restic vs the machine's limit, table + bench/results/latest.json (root, ~10 min)
+bench: deps build bench-deps ## chainvol vs restic 0.18.1 vs the machine's limit: the goal table of issue 16 + bench/results/latest.json (root, ~12 min)
 	$(GO) build -o $(BIN)/chainvol-bench ./bench
 	$(BIN)/chainvol-bench $(BENCH_FLAGS)
 
-.PHONY: bench-deps
-bench-deps: ## install restic (Debian's package), the baseline of make bench
-	@command -v restic >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq restic; }
+bench-deps: ## build restic (RESTIC_VERSION, v0.18.1) from its Go module into bin/, the peer of make bench
+	@# go install leaves no version in the path, so a stamp file records it.
+	@if [ ! -x $(BIN)/restic ] || [ ! -f $(BIN)/.restic-$(RESTIC_VERSION) ]; then \
+	  GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/restic/restic/cmd/restic@$(RESTIC_VERSION) && \
+	  touch $(BIN)/.restic-$(RESTIC_VERSION); fi
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-deps: ## install what the tests need (Debian packages, versitygw); idempotent
-	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES); fi
+deps: ## install what the tests need (missing Debian packages only, versitygw); idempotent
+	@bash hack/apt-install.sh $(APT_PACKAGES)
 	@# go install leaves no version in the binary, so a stamp file records it.
 	@if [ ! -x $(BIN)/versitygw ] || [ ! -f $(BIN)/.versitygw-$(VERSITYGW_VERSION) ]; then \
 	  GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) && \
@@ -51,15 +78,21 @@ deps: ## install what the tests need (Debian packages, versitygw); idempotent
 demo: deps build ## the main job: backup then restore through the driver's socket
 	bash hack/demo.sh
 
-image: ## container image (needs a Docker engine)
-	bash deploy/build-image.sh
+image: build ## node-plugin image without a container engine: bin/image/chainvol-csi-VERSION.tar + OCI layout (root, Debian base cached)
+	@bash hack/apt-install.sh debootstrap
+	bash hack/image-base.sh $(IMAGE_BASE)
+	$(GO) run ./hack/image -base $(IMAGE_BASE) -bin $(BIN)/chainvol-csi -bin $(BIN)/chainvolctl \
+	  -tag $(IMAGE_REPO):$(IMAGE_TAG) -version "$(VERSION)" -commit "$(COMMIT)" \
+	  -out $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -layout $(IMAGE_DIR)/oci
+	$(GO) run ./hack/image -check $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -tag $(IMAGE_REPO):$(IMAGE_TAG) -version $(VERSION)
+	@echo "$(IMAGE_REPO):$(IMAGE_TAG) $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar" > $(IMAGE_DIR)/last-build
 
-clean:
+image-docker: ## the same image from the Dockerfile, with a Docker engine (skips without one)
+	IMAGE=$(IMAGE_REPO):$(IMAGE_TAG) VERSION=$(VERSION) COMMIT=$(COMMIT) bash deploy/build-image.sh
+
+clean: ## remove bin/ (not the e2e-cluster cache, see test/cluster/README.md)
 	rm -rf $(BIN)
 
-.PHONY: e2e-cluster
-e2e-cluster: ## chainvol under a real one-node Kubernetes, built from Go modules (root; opt-in, ~20 min cold)
-	@if ! dpkg -s $(APT_PACKAGES) etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq >/dev/null 2>&1; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) \
-	    etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq; fi
+e2e-cluster: ## a real one-node Kubernetes runs chainvol (root; opt-in; cold ~42 min, warm under 3 min; ~25 GB free disk)
+	@bash hack/apt-install.sh $(APT_PACKAGES) $(CLUSTER_PACKAGES)
 	bash test/cluster/e2e.sh

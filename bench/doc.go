@@ -1,10 +1,12 @@
 // Command chainvol-bench measures chainvol's backup, restore, snapshot and
-// clone paths on this machine beside restic (Debian's package) and the
-// machine's own limit, all in one run, and writes the figures to
-// bench/results/latest.json. `make bench` builds and runs it as root.
+// clone paths on this machine beside the newest restic (bin/restic, built by
+// make bench-deps) and the machine's own limit, all in one run, prints the
+// goal table of issue 16 with whether each goal is met, and writes the
+// figures to bench/results/latest.json. `make bench` builds and runs it as root.
 //
 // Everything is real: a reflink XFS pool on a loop device, the driver binary
-// (bin/chainvol-csi) driven over its CSI socket, versitygw on loopback with
+// (bin/chainvol-csi) twice, as two nodes with their own pools, driven over
+// their CSI sockets, versitygw on loopback with
 // one bucket for chainvol and one for restic, and an ext4 volume filled with
 // generated files. docs/BENCHMARKS.md records a full run and explains the
 // method. The program must never touch anything outside its temporary

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,10 @@ import (
 )
 
 const (
-	nodeID      = "bench-node"
+	nodeID = "bench-node"
+	// nodeB is a second node with its own pool on the same filesystem: it
+	// holds no local snapshot of the chain, so its restores are full ones.
+	nodeB       = "bench-node-b"
 	topologyKey = "topology.chainvol.csi.io/node"
 	// s3Target is the name the driver and chainvolctl give the versitygw target.
 	s3Target = "s3"
@@ -34,16 +38,25 @@ type driverProc struct {
 	ctrl csi.ControllerClient
 	node csi.NodeClient
 	e    *env
+	// nodeID, pool and log are the node's name, pool directory and log file.
+	nodeID, pool, log string
+	// snapParams are added to every backup CreateSnapshot (VolumeSnapshotClass parameters).
+	snapParams map[string]string
 }
 
-// startDriver runs the driver over the pool with the versitygw bucket as its
-// only (so default) backup target, and waits until Probe answers ready.
-func startDriver(e *env, s *s3, creds string) (*driverProc, error) {
-	sock := filepath.Join(e.tmp, "csi.sock")
-	cmd := exec.Command(e.bin("chainvol-csi"), "-endpoint", "unix://"+sock, "-node-id", nodeID,
-		"-pool-dir", e.pool, "-state-dir", filepath.Join(e.tmp, "state"),
+// startDriver runs the driver of node over poolDir (on the bench's XFS)
+// with the versitygw bucket as its only (so default) backup target, and
+// waits until Probe answers ready. Its socket, state and log are named
+// after the node under the scratch directory.
+func startDriver(e *env, s *s3, creds, node, poolDir string) (*driverProc, error) {
+	if err := os.MkdirAll(poolDir, 0o700); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(e.tmp, node+".sock")
+	cmd := exec.Command(e.bin("chainvol-csi"), "-endpoint", "unix://"+sock, "-node-id", node,
+		"-pool-dir", poolDir, "-state-dir", filepath.Join(e.tmp, node+"-state"),
 		"-backup-target", s3Target+"="+s.chainvolURL(), "-backup-credentials-file", creds, "-metrics-address", "")
-	logFile, err := os.Create(filepath.Join(e.tmp, "driver.log"))
+	logFile, err := os.Create(filepath.Join(e.tmp, node+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +64,7 @@ func startDriver(e *env, s *s3, creds string) (*driverProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &driverProc{cmd: cmd, e: e}
+	d := &driverProc{cmd: cmd, e: e, nodeID: node, pool: poolDir, log: logFile.Name()}
 	// SIGTERM first: the driver stops its jobs and closes the pool cleanly.
 	e.defer_(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -130,7 +143,7 @@ var uploadedRE = regexp.MustCompile(`"backup uploaded" backup="([^"]+)".* durati
 // uploadDuration finds the engine's own duration of the upload of ref in
 // the driver's log: the backup time minus the snapshot and the polling.
 func (d *driverProc) uploadDuration(ref string) (time.Duration, bool) {
-	b, err := os.ReadFile(filepath.Join(d.e.tmp, "driver.log"))
+	b, err := os.ReadFile(d.log)
 	if err != nil {
 		return 0, false
 	}
@@ -162,7 +175,7 @@ const longCall = 30 * time.Minute
 // createVolume is CreateVolume as the external-provisioner sends it in
 // node-deployment mode (this node's topology required); src may be nil.
 func (d *driverProc) createVolume(name string, size int64, vc *csi.VolumeCapability, params map[string]string, src *csi.VolumeContentSource) (string, error) {
-	topo := &csi.Topology{Segments: map[string]string{topologyKey: nodeID}}
+	topo := &csi.Topology{Segments: map[string]string{topologyKey: d.nodeID}}
 	req := &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: size},
 		VolumeCapabilities: []*csi.VolumeCapability{vc}, Parameters: params, VolumeContentSource: src,
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}}}
@@ -194,8 +207,11 @@ func (d *driverProc) deleteVolume(id string) error {
 // and retries CreateSnapshot, as the external-snapshotter does, until it is
 // ready_to_use; the time returned runs from the first call to ready.
 func (d *driverProc) snapshot(name, volID string, backup bool) (string, time.Duration, error) {
-	req := &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: volID,
-		Parameters: map[string]string{"backup": strconv.FormatBool(backup)}}
+	params := map[string]string{"backup": strconv.FormatBool(backup)}
+	if backup {
+		maps.Copy(params, d.snapParams)
+	}
+	req := &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: volID, Parameters: params}
 	start := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), longCall)
@@ -248,7 +264,7 @@ func (d *driverProc) stagePublish(id, name string) (string, error) {
 // lvols/ directory: how the bench finds the image behind a CSI id (a backup
 // snapshot's id names the backup, not the lvol).
 func (d *driverProc) newLvolFile(fn func() error) (string, error) {
-	dir := filepath.Join(d.e.pool, "lvols")
+	dir := filepath.Join(d.pool, "lvols")
 	before := map[string]bool{}
 	ents, _ := os.ReadDir(dir)
 	for _, en := range ents {

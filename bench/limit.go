@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"time"
+	"unsafe"
 
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
@@ -28,9 +30,13 @@ type backupImage struct {
 	ObjectBytes int64    // filled in by getAll
 }
 
-// resolveImage resolves backup id of chain like a restore does (FORMAT.md
-// §5): walking from the backup to its full base, the newest listing of
-// each block index wins, and a shrink cuts off later indices.
+// resolveImage returns what restoring backup id of chain moves: its
+// image's distinct block objects and data bytes. A version-2 manifest
+// (and a full backup) lists the whole image (FORMAT.md §5); an older
+// incremental is resolved like a restore does, the newest listing of each
+// block index winning and a shrink cutting off later indices. Links is
+// the backup's position in its chain (1 for a full backup), counted along
+// the parent ids as far as their manifests exist.
 func resolveImage(ctx context.Context, repo *s3chain.Repo, chain, id string) (backupImage, error) {
 	img := backupImage{ID: id}
 	tip, err := repo.Manifest(ctx, chain, id)
@@ -40,19 +46,28 @@ func resolveImage(ctx context.Context, repo *s3chain.Repo, chain, id string) (ba
 	n := tip.NumBlocks()
 	decided := make(map[int64]string, n)
 	limit := n
-	for m := tip; ; {
+	resolved := false
+	for m := tip; m != nil; {
 		img.Links++
-		limit = min(limit, m.NumBlocks())
-		for _, b := range m.Blocks {
-			if _, ok := decided[b.Index]; !ok && b.Index < limit {
-				decided[b.Index] = b.Digest
+		if !resolved {
+			limit = min(limit, m.NumBlocks())
+			for _, b := range m.Blocks {
+				if _, ok := decided[b.Index]; !ok && b.Index < limit {
+					decided[b.Index] = b.Digest
+				}
 			}
+			resolved = m.SelfContained()
 		}
 		if m.ParentID == "" {
 			break
 		}
-		if m, err = repo.Manifest(ctx, chain, m.ParentID); err != nil {
+		p, err := repo.Manifest(ctx, chain, m.ParentID)
+		if err != nil && !resolved {
 			return img, err
+		}
+		m = p
+		if err != nil {
+			break
 		}
 	}
 	seen := map[string]bool{}
@@ -100,20 +115,29 @@ func (s *s3) getAll(ctx context.Context, img *backupImage) (time.Duration, error
 
 // writeSeq writes n bytes sequentially to a new file at path in 4 MiB
 // writes, then fsyncs it as a restore does; the file is removed after.
-func writeSeq(path string, n int64, buf []byte) (time.Duration, error) {
+// With direct the file is opened O_DIRECT (buf must be 4096-aligned, as
+// randomBuf's is), as the restore engine writes.
+func writeSeq(path string, n int64, buf []byte, direct bool) (time.Duration, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if direct {
+		flags |= unix.O_DIRECT
+	}
 	start := time.Now()
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(path)
 	for left := n; left > 0; {
 		k := min(left, int64(len(buf)))
+		if direct {
+			k = (k + 4095) &^ 4095 // O_DIRECT lengths are whole 4 KiB
+		}
 		if _, err := f.Write(buf[:k]); err != nil {
 			f.Close()
 			return 0, err
 		}
-		left -= k
+		left -= min(left, k)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
@@ -122,9 +146,11 @@ func writeSeq(path string, n int64, buf []byte) (time.Duration, error) {
 	return time.Since(start), f.Close()
 }
 
-// randomBuf is an incompressible 4 MiB write buffer.
+// randomBuf is an incompressible 4 MiB write buffer, 4096-aligned for O_DIRECT.
 func randomBuf() []byte {
-	b := make([]byte, 4<<20)
+	b := make([]byte, 4<<20+4096)
+	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+	b = b[off : off+4<<20]
 	_, _ = rand.NewChaCha8([32]byte{7}).Read(b)
 	return b
 }

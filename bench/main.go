@@ -28,28 +28,40 @@ type options struct {
 	snapSizes   []int64
 	snapFill    float64
 	snapRuns    int
+	scaleData   int64
+	blockSize   string
 	seed        uint64
 	out, tmpDir string
 }
 
 func parseFlags() options {
 	var o options
-	var size, snaps string
+	var size, snaps, scale string
 	flag.StringVar(&size, "size", "4GiB", "volume size of the backup/restore workload")
 	flag.Float64Var(&o.fill, "fill", 0.6, "fraction of the volume filled with files")
 	flag.IntVar(&o.rounds, "rounds", 10, "rounds of changes, each followed by an incremental backup by both tools")
 	flag.Float64Var(&o.change, "change", 0.01, "fraction of the data each round touches")
 	flag.IntVar(&o.longChain, "long-chain", 31, "links of the long chain of the chain-length test (0 skips it)")
 	flag.IntVar(&o.runs, "runs", 3, "repetitions of restores and limits; the median is reported")
-	flag.IntVar(&o.resticRuns, "restic-runs", 1, "repetitions of restic restore (slow)")
+	flag.IntVar(&o.resticRuns, "restic-runs", 0, "repetitions of restic restore; 0 means as many as -runs")
 	flag.StringVar(&snaps, "snap-sizes", "1GiB,16GiB", "volume sizes of the snapshot/clone test")
 	flag.Float64Var(&o.snapFill, "snap-fill", 0.25, "fraction of a snapshot-test volume written, as 1 MiB extents spread evenly")
 	flag.IntVar(&o.snapRuns, "snap-runs", 5, "repetitions of each snapshot and clone")
+	flag.StringVar(&scale, "scale-data", "1GiB", "data of the scale test: in a volume of that size and in one 64 times larger (0 skips it)")
+	flag.StringVar(&o.blockSize, "block-size", "", "blockSize parameter of the backup VolumeSnapshotClass (\"\" = the driver's default)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
 	flag.StringVar(&o.out, "out", "bench/results/latest.json", "JSON results file")
 	flag.StringVar(&o.tmpDir, "tmp", "/var/tmp", "parent of the scratch directory (pool image, S3 data)")
 	flag.Parse()
 	var err error
+	if o.resticRuns <= 0 {
+		o.resticRuns = o.runs
+	}
+	if scale != "0" {
+		if o.scaleData, err = parseSize(scale); err != nil {
+			fatal(err)
+		}
+	}
 	if o.size, err = parseSize(size); err != nil {
 		fatal(err)
 	}
@@ -109,8 +121,8 @@ func main() {
 // also when a phase fails or the run is interrupted.
 func runBench(root string, o options) (*Results, error) {
 	start := time.Now()
-	res := &Results{Schema: 1, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
-	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 8<<30 // sparse
+	res := &Results{Schema: 2, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
+	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 66*o.scaleData + 8<<30 // sparse
 	e, err := newEnv(root, o.tmpDir, poolSize)
 	if e != nil {
 		defer e.teardown()
@@ -126,12 +138,16 @@ func runBench(root string, o options) (*Results, error) {
 		return nil, err
 	}
 	res.Machine.Restic = w.restic.version
+	if o.blockSize != "" {
+		w.drv.snapParams = map[string]string{"blockSize": o.blockSize}
+	}
 	b := &bench{o: o, w: w, res: res, ctx: context.Background()}
 	for _, phase := range []struct {
 		name string
 		fn   func() error
 	}{
-		{"backups", b.backups}, {"restores", b.restores}, {"chain length", b.chainLength}, {"snapshot and clone", b.snapClone},
+		{"backups", b.backups}, {"restores", b.restores}, {"local-base restores", b.localBase},
+		{"chain length", b.chainLength}, {"scale", b.scale}, {"snapshot and clone", b.snapClone},
 	} {
 		t := time.Now()
 		logf("== %s", phase.name)
@@ -151,7 +167,8 @@ func runBench(root string, o options) (*Results, error) {
 type world struct {
 	e      *env
 	s3     *s3
-	drv    *driverProc
+	drv    *driverProc // node a: backs the workload up, so holds its chain's newest local snapshot
+	drvB   *driverProc // node b: restores from nothing (nodeB)
 	restic *restic
 	repo   *s3chain.Repo // read-only view of chainvol's bucket (manifests)
 	creds  string
@@ -166,7 +183,10 @@ func newWorld(e *env) (*world, error) {
 	if err = w.s3.writeCredentials(w.creds); err != nil {
 		return nil, err
 	}
-	if w.drv, err = startDriver(e, w.s3, w.creds); err != nil {
+	if w.drv, err = startDriver(e, w.s3, w.creds, nodeID, filepath.Join(e.pool, "node-a")); err != nil {
+		return nil, err
+	}
+	if w.drvB, err = startDriver(e, w.s3, w.creds, nodeB, filepath.Join(e.pool, "node-b")); err != nil {
 		return nil, err
 	}
 	if w.restic, err = newRestic(e, w.s3); err != nil {
@@ -228,7 +248,8 @@ func writeJSON(path string, res *Results) error {
 
 func config(o options) Config {
 	c := Config{VolumeSize: bytesFig(o.size), FillFraction: o.fill, Rounds: o.rounds, ChangeFraction: o.change,
-		LongChain: o.longChain, Runs: o.runs, ResticRuns: o.resticRuns, SnapFill: o.snapFill, SnapRuns: o.snapRuns, Seed: o.seed}
+		LongChain: o.longChain, Runs: o.runs, ResticRuns: o.resticRuns, SnapFill: o.snapFill, SnapRuns: o.snapRuns, Seed: o.seed,
+		ScaleData: bytesFig(o.scaleData), BlockSize: o.blockSize}
 	for _, s := range o.snapSizes {
 		c.SnapSizes = append(c.SnapSizes, bytesFig(s))
 	}

@@ -11,8 +11,11 @@ import (
 	"time"
 )
 
-// restic runs Debian's restic against its own bucket of the same versitygw.
+// restic runs bin/restic (make bench-deps builds it from its Go module at
+// RESTIC_VERSION, the newest release) against its own bucket of the same
+// versitygw.
 type restic struct {
+	bin     string
 	env     []string
 	version string
 }
@@ -20,13 +23,13 @@ type restic struct {
 // newRestic initialises a repository (format 2, so it compresses like
 // chainvol does) in the restic bucket, with a fresh cache under tmp.
 func newRestic(e *env, s *s3) (*restic, error) {
-	r := &restic{env: append(os.Environ(),
+	r := &restic{bin: e.bin("restic"), env: append(os.Environ(),
 		"RESTIC_REPOSITORY=s3:http://"+s.endpoint+"/"+resticBucket,
 		"AWS_ACCESS_KEY_ID="+s.access, "AWS_SECRET_ACCESS_KEY="+s.secret, "AWS_DEFAULT_REGION=us-east-1",
 		"RESTIC_PASSWORD=chainvol-bench", "RESTIC_CACHE_DIR="+filepath.Join(e.tmp, "restic-cache"))}
 	out, err := r.cmd("version").Output()
 	if err != nil {
-		return nil, fmt.Errorf("restic version: %w (install it: apt-get install -y restic)", err)
+		return nil, fmt.Errorf("%s version: %w (build it: make bench-deps)", r.bin, err)
 	}
 	r.version = strings.TrimSpace(string(out))
 	if out, err := r.cmd("init", "--repository-version", "2").CombinedOutput(); err != nil {
@@ -36,7 +39,7 @@ func newRestic(e *env, s *s3) (*restic, error) {
 }
 
 func (r *restic) cmd(args ...string) *exec.Cmd {
-	c := exec.Command("restic", args...)
+	c := exec.Command(r.bin, args...)
 	c.Env = r.env
 	return c
 }

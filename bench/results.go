@@ -17,6 +17,8 @@ type Results struct {
 	// incrementals (before the extra links of the chain-length test).
 	StoredAfterChain map[string]Figure `json:"storedAfterChain"`
 	Restores         []RestoreSet      `json:"restores"`
+	LocalBase        *LocalBase        `json:"localBaseRestore,omitempty"`
+	Scale            *Scale            `json:"scale,omitempty"`
 	ChainLength      []ChainLink       `json:"chainLength"`
 	FlatBackup       *FlatBackup       `json:"chainvolctlFullBackup,omitempty"`
 	SnapClone        []SnapClone       `json:"snapshotClone"`
@@ -49,6 +51,8 @@ type Config struct {
 	SnapSizes      []Figure `json:"snapshotSizes"`
 	SnapFill       float64  `json:"snapshotFillFraction"`
 	SnapRuns       int      `json:"snapshotRuns"`
+	ScaleData      Figure   `json:"scaleData"`
+	BlockSize      string   `json:"blockSize,omitempty"`
 	Seed           uint64   `json:"seed"`
 }
 
@@ -107,8 +111,37 @@ type RestoreSet struct {
 	ResticRSS   Figure `json:"resticRestorePeakRSS"`
 	ResticCPU   Figure `json:"resticRestoreCPU"`
 	Get         Figure `json:"limitGet"`
-	Write       Figure `json:"limitWrite"`
-	Limit       Figure `json:"limit"` // per run max(get, write), median
+	// Write is the faster per run of WriteBuffered and WriteDirect.
+	Write         Figure `json:"limitWrite"`
+	WriteBuffered Figure `json:"limitWriteBuffered"`
+	WriteDirect   Figure `json:"limitWriteDirect"`
+	Limit         Figure `json:"limit"` // per run max(get, write), median
+}
+
+// LocalBase is CreateVolume of one backup on the node that holds the local
+// snapshot of another backup of the chain (Distance backups apart), beside
+// the limit of a full restore of the same backup.
+type LocalBase struct {
+	BackupID     string `json:"backupId"`
+	BaseBackupID string `json:"baseBackupId"`
+	Distance     int    `json:"distance"`
+	// DiffBytes is the size of the blocks whose digest differs between the two images.
+	DiffBytes Figure `json:"diffBytes"`
+	CSI       Figure `json:"chainvolCreateVolume"`
+	// Engine is the restore engine's own time, from the driver's log.
+	Engine    Figure `json:"engineTime"`
+	FullLimit Figure `json:"fullRestoreLimit"`
+	// Same is CreateVolume of the backup whose snapshot the node holds.
+	Same Figure `json:"sameBackupCreateVolume"`
+}
+
+// Scale is the restore (chainvolctl) of the same data in a volume of its
+// size and in one 64 times larger.
+type Scale struct {
+	Data  Figure `json:"data"`
+	Small Figure `json:"smallVolumeRestore"`
+	Large Figure `json:"largeVolumeRestore"`
+	Ratio Figure `json:"ratio"`
 }
 
 // ChainLink is the restore of the newest backup of a chain of Links links.
@@ -134,11 +167,13 @@ type FlatBackup struct {
 
 // SnapClone is the snapshot and clone times of one volume size.
 type SnapClone struct {
-	Size      Figure `json:"size"`
-	Written   Figure `json:"written"`
-	Extents   int    `json:"extents"`
-	Snapshot  Figure `json:"snapshot"`
-	Clone     Figure `json:"clone"`
+	Size     Figure `json:"size"`
+	Written  Figure `json:"written"`
+	Extents  int    `json:"extents"`
+	Snapshot Figure `json:"snapshot"`
+	Clone    Figure `json:"clone"`
+	// CpReflink is `cp --reflink=always` of the same data file: the limit.
+	CpReflink Figure `json:"cpReflink"`
 	DeleteAll Figure `json:"deleteSnapshotAndClone"`
 }
 

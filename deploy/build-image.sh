@@ -4,6 +4,8 @@
 # CLI) it says so and exits 0, so `make image` never fails CI on a machine
 # without Docker.
 #
+# Without an engine, `make image` builds the same image (hack/image).
+#
 # Environment: IMAGE (default ghcr.io/chainvol/chainvol-csi:latest, the image
 # deploy/base/daemonset.yaml runs), DOCKER (default docker), and any extra
 # `docker build` arguments in DOCKER_BUILD_ARGS (e.g. "--platform linux/arm64").
@@ -24,5 +26,8 @@ fi
 
 # BuildKit: the Dockerfile uses RUN --mount=type=cache.
 # shellcheck disable=SC2086 # DOCKER_BUILD_ARGS is a list of words on purpose
-DOCKER_BUILDKIT=1 "$DOCKER" build ${DOCKER_BUILD_ARGS:-} -t "$IMAGE" -f "$root/Dockerfile" "$root"
+# VERSION and COMMIT (set by `make image-docker`) go into pkg/version and
+# the image's labels.
+DOCKER_BUILDKIT=1 "$DOCKER" build ${DOCKER_BUILD_ARGS:-} -t "$IMAGE" -f "$root/Dockerfile" "$root" \
+  --build-arg "VERSION=${VERSION:-devel}" --build-arg "COMMIT=${COMMIT:-unknown}"
 echo "build-image: built $IMAGE"

@@ -112,6 +112,11 @@ func TestStorageClasses(t *testing.T) {
 			t.Errorf("%s: fstype %q; the image ships mkfs.ext4 and mkfs.xfs only", m, fs)
 		}
 		if fb, ok := sc.Parameters["fromBackup"]; ok {
+			// A restore keeps the backup's filesystem; an fstype would
+			// refuse every backup of another one (issue 17).
+			if fs, ok := sc.Parameters["csi.storage.k8s.io/fstype"]; ok {
+				t.Errorf("%s: a fromBackup class must not set csi.storage.k8s.io/fstype (%q): restoring a backup of another filesystem through it is refused", m, fs)
+			}
 			mm := fromBackup.FindStringSubmatch(fb)
 			if mm == nil {
 				t.Errorf("%s: fromBackup %q is not [TARGET:]CHAIN@(latest|YYYYMMDDTHHMMSSZ)", m, fb)
@@ -140,6 +145,12 @@ func TestVolumeSnapshotClasses(t *testing.T) {
 			t.Errorf("%s: backup=%q, want \"true\" or \"false\"", m, b)
 		}
 		modes[b] = true
+		// Velero's CSI mode picks the class of a driver labelled so; only
+		// a backup class makes Velero's snapshots survive the node
+		// (docs/deploy.md "With Velero"; issue 17).
+		if velero := c.Labels["velero.io/csi-volumesnapshot-class"]; (b == "true") != (velero == "true") {
+			t.Errorf("%s: backup=%s but velero.io/csi-volumesnapshot-class=%q; label the backup class, and only it", m, b, velero)
+		}
 		checkTargetParam(t, m, c.Parameters, targets)
 		checkSecretRef(t, m, c.Parameters, "csi.storage.k8s.io/snapshotter-secret")
 		checkSecretRef(t, m, c.Parameters, "csi.storage.k8s.io/snapshotter-list-secret")

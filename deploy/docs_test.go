@@ -12,7 +12,7 @@ import (
 
 // notClasses are the chainvol-* names in the docs that are not classes.
 var notClasses = set("chainvol-csi", "chainvol-system", "chainvol-node", "chainvol-node-metrics",
-	"chainvol-s3", "chainvol-s3-credentials")
+	"chainvol-s3-credentials")
 
 // TestDocsMatchManifests keeps docs/deploy.md from drifting: the sidecar
 // versions and retry settings it quotes are the DaemonSet's, and every

@@ -28,7 +28,7 @@ var needs = map[string][]access{
 		{"", "persistentvolumes", []string{"get", "list", "watch", "create", "patch", "delete"}, false},
 		{"", "persistentvolumeclaims", []string{"get", "list", "watch", "update"}, false},
 		{"", "nodes", read, false},
-		{"", "secrets", []string{"get"}, false},
+		{"", "secrets", []string{"get"}, true}, // only in the plugin's namespace (issue 17)
 		{"storage.k8s.io", "storageclasses", read, false},
 		{"storage.k8s.io", "csinodes", read, false},
 		{"storage.k8s.io", "volumeattributesclasses", read, false},
@@ -42,7 +42,7 @@ var needs = map[string][]access{
 		{"snapshot.storage.k8s.io", "volumesnapshotclasses", read, false},
 		{"snapshot.storage.k8s.io", "volumesnapshotcontents", []string{"get", "list", "watch", "update", "patch"}, false},
 		{"snapshot.storage.k8s.io", "volumesnapshotcontents/status", []string{"update", "patch"}, false},
-		{"", "secrets", []string{"get"}, false},
+		{"", "secrets", []string{"get"}, true},
 		events,
 	},
 	"csi-resizer": {

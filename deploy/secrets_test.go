@@ -65,7 +65,15 @@ func checkSecretRef(t *testing.T, m manifest, params map[string]string, prefix s
 		t.Errorf("%s: %s-name and %s-namespace must be set together", m, prefix, prefix)
 		return
 	}
-	if !hasName || strings.Contains(name+ns, "${") {
+	if !hasName {
+		return
+	}
+	// The sidecars read Secrets only in the plugin's namespace (a Role,
+	// not a ClusterRole; issue 17).
+	if ds, _ := nodeDaemonSet(t); ns != ds.Namespace {
+		t.Errorf("%s: %s-namespace %q; the sidecars may read Secrets only in %s", m, prefix, ns, ds.Namespace)
+	}
+	if strings.Contains(name+ns, "${") {
 		return
 	}
 	s := findSecret(t, ns, name)

@@ -97,8 +97,11 @@ func TestProbesAndMetrics(t *testing.T) {
 	if drv.LivenessProbe == nil || drv.LivenessProbe.HTTPGet == nil {
 		t.Fatalf("%s: %s has no HTTP liveness probe", m, drv.Name)
 	}
-	if got, want := portNumber(t, drv, drv.LivenessProbe.HTTPGet.Port.String()), oneArg(t, lp, "health-port"); strconv.Itoa(got) != want {
-		t.Errorf("%s: liveness probe on port %d, livenessprobe serves --health-port=%s", m, got, want)
+	if got, want := portNumber(t, drv, drv.LivenessProbe.HTTPGet.Port.String()), oneArg(t, lp, "http-endpoint"); ":"+strconv.Itoa(got) != want {
+		t.Errorf("%s: liveness probe on port %d, livenessprobe serves --http-endpoint=%s", m, got, want)
+	}
+	if len(argValues(lp.Args, "health-port")) > 0 {
+		t.Errorf("%s: livenessprobe's --health-port is deprecated; use --http-endpoint", m)
 	}
 	seen := map[int32]string{}
 	for _, c := range spec.Containers {

@@ -18,12 +18,14 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/driver"
+	"github.com/chainvol/chainvol/pkg/version"
 )
 
 func main() {
 	var opts driver.Options
 	fs := flag.NewFlagSet("chainvol-csi", flag.ContinueOnError)
 	opts.AddFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version, commit and Go version, then exit")
 	klog.InitFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -31,6 +33,11 @@ func main() {
 		}
 		os.Exit(2)
 	}
+	if *showVersion {
+		fmt.Println("chainvol-csi " + version.String())
+		return
+	}
+	klog.InfoS("starting chainvol-csi", "version", version.Get().Version, "commit", version.Get().Commit)
 	if err := run(opts); err != nil {
 		klog.ErrorS(err, "chainvol-csi failed")
 		klog.Flush()

@@ -44,7 +44,8 @@ func (a *app) newBackupCreateCmd() *cobra.Command {
 engine, without Kubernetes. When the chain already has backups the new one is
 incremental (its parent is the newest backup) and only changed blocks are
 uploaded; --full forces a full backup. The filesystem on the source is
-detected and recorded.
+detected and recorded; a source without one is recorded as a raw block
+volume (volume mode Block), which the driver restores as a block volume.
 
 The source must not change while it is read: back up an unmounted device,
 a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`,
@@ -59,7 +60,7 @@ a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`
 	fl.StringVar(&f.chain, "chain", "", "chain to add the backup to, [TARGET:]CHAIN (required)")
 	fl.StringVar(&f.id, "id", "", "backup id (default: the UTC time, like 20261129T101500Z)")
 	fl.BoolVar(&f.full, "full", false, "make a full backup even when the chain has backups")
-	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 4 MiB; fixed per chain)")
+	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 2 MiB; fixed per chain)")
 	fl.IntVar(&f.workers, "workers", 0, "blocks processed in parallel (default 8)")
 	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
 	_ = cmd.MarkFlagRequired("from")
@@ -73,8 +74,8 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(f.from); err != nil {
-		return fmt.Errorf("--from: %w", err)
+	if err := f.check(); err != nil {
+		return err
 	}
 	if err := a.ensureFileTarget(tgt); err != nil {
 		return err
@@ -85,10 +86,7 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	}
 	o := s3chain.BackupOptions{Chain: chain, Source: f.from, BlockSize: f.blockSize, Workers: f.workers,
 		BackupID: f.id, SourceVolume: f.from, FSType: detectFS(ctx, f.from)}
-	o.VolumeMode = "Block"
-	if o.FSType != "" {
-		o.VolumeMode = "Filesystem"
-	}
+	o.VolumeMode = volumeModeOf(o.FSType)
 	o.Node, _ = os.Hostname()
 	if !f.full {
 		ms, err := repo.Backups(ctx, chain)
@@ -104,7 +102,7 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	m, st, err := repo.Backup(ctx, o)
 	p.finish()
 	if err != nil {
-		return explain(fmt.Errorf("backup of %s into chain %s: %w", f.from, chain, err))
+		return explain(wrapOp(fmt.Sprintf("backup of %s into chain %s", f.from, chain), err))
 	}
 	res := createResult{backupRow: newBackupRow(m), ScannedBytes: st.ScannedBytes, UploadedBytes: st.UploadedBytes,
 		Blocks: st.Blocks, ZeroBlocks: st.ZeroBlocks, DedupBlocks: st.DedupBlocks, Duration: st.Duration.Seconds()}
@@ -118,6 +116,25 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			bytesStr(st.StoredBytes), st.Duration.Seconds())
 		return err
 	})
+}
+
+// check refuses flag values the engine would refuse later, as usage errors
+// (exit 2): a source that does not exist, a bad id or block size. Counts and
+// durations are checked for every command by checkFlagValues.
+func (f createFlags) check() error {
+	if _, err := os.Stat(f.from); err != nil {
+		return usagef("--from: %v", err)
+	}
+	if f.id != "" {
+		if err := s3chain.ValidBackupID(f.id); err != nil {
+			return usagef("--id: %v", err)
+		}
+	}
+	// The chain format's rule (docs/FORMAT.md §3): 0 means the default.
+	if bs := f.blockSize; bs != 0 && (bs < s3chain.MinBlockSize || bs > s3chain.MaxBlockSize || bs%4096 != 0) {
+		return usagef("--block-size %d must be a multiple of 4096 from %d to %d bytes", bs, s3chain.MinBlockSize, s3chain.MaxBlockSize)
+	}
+	return nil
 }
 
 // ensureFileTarget creates the directory of a file:// target before the
@@ -140,6 +157,16 @@ func (a *app) ensureFileTarget(name string) error {
 		return fmt.Errorf("create the directory of target %s: %w", t.Name, err)
 	}
 	return nil
+}
+
+// volumeModeOf is the manifest's volume mode of a source whose filesystem is
+// fsType: with a filesystem found it restores as a mount volume, without one
+// (a raw device or image) as a block volume, as the driver records them.
+func volumeModeOf(fsType string) string {
+	if fsType != "" {
+		return s3chain.VolumeModeFilesystem
+	}
+	return s3chain.VolumeModeBlock
 }
 
 // detectFS returns the filesystem on path, or "" (unknown) with a warning:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -24,10 +25,10 @@ func (a *app) newBackupVerifyCmd() *cobra.Command {
 	var deep bool
 	cmd := &cobra.Command{
 		Use:   "verify [TARGET:]CHAIN@BACKUP",
-		Short: "Check a backup's manifests and hash links (--deep: every block)",
-		Long: `Check that a backup can be restored: its manifest and those of every parent
-exist, are authentic (MAC) and linked by their digests, and every block they
-need exists. With --deep every block is also downloaded, decoded and its
+		Short: "Check a backup's manifest and blocks (--deep: download every block)",
+		Long: `Check that a backup can be restored: its manifest (and, for a backup made by
+format version 1, those of its parents) exists, is authentic (MAC), adds up to
+its volume digest, and every block it needs exists. With --deep every block is also downloaded, decoded and its
 digest checked, and the volume digest recomputed: it reads the whole backup.
 Exits 1 if anything is wrong.`,
 		Example: "  chainvolctl backup verify demo/data@latest\n  chainvolctl backup verify offsite:demo/data@20261129T101500Z --deep -o json",
@@ -48,15 +49,15 @@ Exits 1 if anything is wrong.`,
 				if verr != nil {
 					return nil // the error itself is printed on stderr
 				}
-				what := "manifests and hash links"
+				what := "manifest and blocks present"
 				if deep {
-					what = "manifests, hash links and every block"
+					what = "manifest and every block's content"
 				}
 				_, err := fmt.Fprintf(w, "OK: %s@%s: %s verified in %.1fs\n", m.Chain, m.ID, what, res.Duration)
 				return err
 			})
 			if verr != nil {
-				return explain(fmt.Errorf("verify %s@%s: %w", m.Chain, m.ID, verr))
+				return a.explainCorrupt(ctx, repo, m, wrapOp(fmt.Sprintf("verify %s@%s", m.Chain, m.ID), verr))
 			}
 			return err
 		}),
@@ -68,11 +69,11 @@ Exits 1 if anything is wrong.`,
 func (a *app) newBackupRmCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm [TARGET:]CHAIN@BACKUP",
-		Short: "Remove one backup, merging it into its child",
-		Long: `Remove one backup from its chain. A backup that other backups build on is
-merged into its child (the child then lists the blocks it inherited), so every
-other backup still restores to the same data. Blocks no longer referenced stay
-in the target until 'chainvolctl gc' removes them.`,
+		Short: "Remove one backup; every other backup still restores",
+		Long: `Remove one backup from its chain. Every backup's manifest lists its whole
+volume, so no other backup depends on it, whatever runs at the same time
+(docs/FORMAT.md §7). Blocks no longer referenced stay in the target until
+'chainvolctl gc' removes them.`,
 		Example: "  chainvolctl backup rm demo/data@20261129T101500Z\n  chainvolctl gc --dry-run",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
@@ -82,7 +83,7 @@ in the target until 'chainvolctl gc' removes them.`,
 				return err
 			}
 			if err := repo.DeleteBackup(ctx, m.Chain, m.ID); err != nil {
-				return explain(fmt.Errorf("remove %s@%s: %w", m.Chain, m.ID, err))
+				return explain(wrapOp(fmt.Sprintf("remove %s@%s", m.Chain, m.ID), err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s@%s; run 'chainvolctl gc' to free its blocks\n", m.Chain, m.ID)
 			return nil
@@ -119,13 +120,9 @@ backup in progress are skipped. --dry-run only counts what would go.`,
 					return usageError{err}
 				}
 			}
-			repo, err := a.openRepo(ctx, in)
+			st, err := a.gc(ctx, cmd, in, o)
 			if err != nil {
 				return err
-			}
-			st, err := repo.GC(ctx, o)
-			if err != nil {
-				return explain(fmt.Errorf("gc of %s: %w", repo.Store(), err))
 			}
 			return a.emit(cmd, gcResult{DryRun: o.DryRun, Chains: st.Chains, SkippedChains: st.SkippedChains,
 				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks}, func(w io.Writer) error {
@@ -142,7 +139,24 @@ backup in progress are skipped. --dry-run only counts what would go.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "count what would be deleted, delete nothing")
 	f.StringVar(&o.Chain, "chain", "", "collect only this chain")
-	f.DurationVar(&o.MinAge, "min-age", 0, "keep unreferenced blocks younger than this (a grace period for backups starting elsewhere)")
+	f.DurationVar(&o.MinAge, "min-age", s3chain.DefaultGCMinAge, "keep unreferenced blocks younger than this (blocks of running backups are protected by their locks regardless; the grace covers writers of chain format 1)")
 	f.StringVar(&in, "in", "", "target name (default: the first configured target)")
 	return cmd
+}
+
+// gc collects target in; an empty file target has nothing to collect.
+func (a *app) gc(ctx context.Context, cmd *cobra.Command, in string, o s3chain.GCOptions) (s3chain.GCStats, error) {
+	if note, empty := a.emptyTarget(in); empty {
+		fmt.Fprintln(cmd.ErrOrStderr(), note)
+		return s3chain.GCStats{}, nil
+	}
+	repo, err := a.openRepo(ctx, in)
+	if err != nil {
+		return s3chain.GCStats{}, err
+	}
+	st, err := repo.GC(ctx, o)
+	if err != nil {
+		return st, explain(wrapOp(fmt.Sprintf("gc of %s", repo.Store()), err))
+	}
+	return st, nil
 }

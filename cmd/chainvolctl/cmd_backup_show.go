@@ -24,7 +24,7 @@ func (a *app) newBackupShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [TARGET:]CHAIN@BACKUP",
 		Short: "Show one backup in full",
-		Long: `Show everything one backup's manifest records: parent and hash link, size,
+		Long: `Show everything one backup's manifest records: format version, parent, size,
 block size, filesystem, source volume and node, block counts, bytes changed
 and stored, and the volume digest every restore checks. The manifest is
 authenticated (MAC) before it is shown.`,
@@ -58,6 +58,7 @@ func showTable(w io.Writer, m *s3chain.Manifest) error {
 		{"Kind:", kind},
 		{"Created:", timeStr(m.CreatedAt)},
 		{"Parent:", orDash(m.ParentID)},
+		{"Format:", fmt.Sprintf("version %d", m.FormatVersion)},
 		{"Parent digest:", orDash(m.ParentDigest)},
 		{"Digest:", m.Digest()},
 		{"Size:", fmt.Sprintf("%s (%d bytes)", bytesStr(m.SizeBytes), m.SizeBytes)},
@@ -67,7 +68,7 @@ func showTable(w io.Writer, m *s3chain.Manifest) error {
 		{"Source volume:", orDash(m.SourceVolume)},
 		{"Node:", orDash(m.Node)},
 		{"Group:", orDash(joinNonEmpty(m.GroupID, m.Member))},
-		{"Blocks listed:", fmt.Sprintf("%d data, %d zero", m.DataBlocks, m.ZeroBlocks)},
+		{"Blocks changed:", fmt.Sprintf("%d data, %d zeroed (of %d listed)", m.DataBlocks, m.ZeroBlocks, len(m.Blocks))},
 		{"Changed:", bytesStr(m.DataBytes)},
 		{"Stored:", bytesStr(m.StoredBytes)},
 		{"Allocated:", bytesStr(m.AllocatedBytes)},

@@ -11,9 +11,11 @@ func (a *app) newChainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chain",
 		Short: "List the backup chains in a target",
-		Long: `A chain is the sequence of backups of one volume: a full backup followed by
-incremental ones. The driver names a volume's chain NAMESPACE/PVC when the
-provisioner passes PVC metadata, else the CSI volume name.`,
+		Long: `A chain is the sequence of backups of one volume. Each backup uploads only
+what changed since its parent, and its manifest lists the whole volume, so it
+restores on its own. The driver names a volume's chain NAMESPACE/PVC when the
+provisioner passes PVC metadata, else _volume/NAME after the CSI volume name
+(docs/FORMAT.md §1).`,
 		Example: "  chainvolctl chain ls\n  chainvolctl chain ls --in offsite -o json",
 		RunE:    groupRunE,
 	}
@@ -34,6 +36,8 @@ type chainRow struct {
 	SourceVolume string `json:"sourceVolume,omitempty"`
 }
 
+var chainHeader = []string{"CHAIN", "BACKUPS", "LATEST", "CREATED", "SIZE", "STORED", "FSTYPE"}
+
 func (a *app) newChainLsCmd() *cobra.Command {
 	var in string
 	cmd := &cobra.Command{
@@ -46,6 +50,11 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 		Args:    args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			rows := []chainRow{}
+			if note, empty := a.emptyTarget(in); empty {
+				fmt.Fprintln(cmd.ErrOrStderr(), note) // an empty listing, not an error
+				return a.emit(cmd, rows, func(w io.Writer) error { return newTable(w, chainHeader...).flush() })
+			}
 			repo, err := a.openRepo(ctx, in)
 			if err != nil {
 				return err
@@ -54,11 +63,10 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 			if err != nil {
 				return explain(err)
 			}
-			rows := []chainRow{}
 			for _, n := range names {
 				ms, err := repo.Backups(ctx, n)
 				if err != nil {
-					return explain(fmt.Errorf("chain %s: %w", n, err))
+					return explain(wrapOp("list backups of chain "+n, err))
 				}
 				r := chainRow{Name: n, Backups: len(ms)}
 				for _, m := range ms {
@@ -72,7 +80,7 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 				rows = append(rows, r)
 			}
 			return a.emit(cmd, rows, func(w io.Writer) error {
-				tb := newTable(w, "CHAIN", "BACKUPS", "LATEST", "CREATED", "SIZE", "STORED", "FSTYPE")
+				tb := newTable(w, chainHeader...)
 				for _, r := range rows {
 					tb.row(r.Name, fmt.Sprint(r.Backups), orDash(r.Latest), orDash(r.LatestTime),
 						bytesStr(r.SizeBytes), bytesStr(r.StoredBytes), orDash(r.FSType))

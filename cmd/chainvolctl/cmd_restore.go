@@ -44,12 +44,19 @@ func (a *app) newRestoreCmd() *cobra.Command {
 		Long: `Restore a backup with the driver's engine, without Kubernetes: bare-metal
 recovery onto a disk, or a disk image to move elsewhere. A missing FILE is
 created sparse with the backup's size; an existing file or a device is only
-overwritten with --force. Every block and the whole volume digest are checked.
+overwritten with --force. A device that is mounted, held (device-mapper, md,
+LVM) or open exclusively elsewhere, or a file attached to a loop device, is
+refused even with --force; a device is opened exclusively (O_EXCL) for the
+whole restore. Every block and the whole volume digest are checked.
 
 The restore is resumable: progress is kept in a checkpoint file (default
 FILE.chainvol-checkpoint, or STATE_DIR/checkpoints/NAME.checkpoint for a
 device); run the same command again after an interruption and it continues.
-The checkpoint is removed when the restore succeeds.`,
+A checkpoint applies only to the very file or disk it was written for (its
+device and inode numbers, birth time and size, or the disk behind the
+device), and every block it lists is read back and checked against its
+digest before it is skipped. The checkpoint is removed when the restore
+succeeds.`,
 		Example: `  chainvolctl restore demo/data@latest --to /srv/data.img
   chainvolctl restore offsite:prod/db@20261129T101500Z --to /dev/sdb --force`,
 		Args: args(cobra.ExactArgs(1)),
@@ -85,8 +92,11 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Target: f.to,
 		Workers: f.workers, Checkpoint: ckpt, Progress: p.update})
 	p.finish()
+	if errors.Is(err, s3chain.ErrTargetBusy) {
+		return wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err) // nothing written: nothing to resume
+	}
 	if err != nil {
-		return explain(fmt.Errorf("restore %s@%s onto %s (checkpoint %s; run again to resume): %w", m.Chain, m.ID, f.to, ckpt, err))
+		return a.explainCorrupt(ctx, repo, m, fmt.Errorf("%w (checkpoint %s; run again to resume)", wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err), ckpt))
 	}
 	res := restoreResult{Chain: m.Chain, ID: m.ID, To: f.to, SizeBytes: m.SizeBytes, FSType: m.FSType,
 		FetchedBlocks: st.FetchedBlocks, SkippedBlocks: st.SkippedBlocks, ZeroBlocks: st.ZeroBlocks,
@@ -108,14 +118,16 @@ func (a *app) defaultCheckpoint(to string) string {
 }
 
 // checkOverwrite refuses to overwrite an existing target without --force,
-// unless a checkpoint shows this is the resumption of an earlier restore.
+// unless the checkpoint was written for this very target (the resumption
+// of an earlier restore onto it, not of one onto a file or disk that was
+// at this path before).
 func checkOverwrite(to, ckpt string, force bool) error {
 	if _, err := os.Stat(to); errors.Is(err, os.ErrNotExist) || force {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
-	if _, err := os.Stat(ckpt); err == nil {
+	if s3chain.CheckpointFits(ckpt, to) {
 		return nil
 	}
 	return usagef("%s exists and would be overwritten; pass --force to restore onto it", to)

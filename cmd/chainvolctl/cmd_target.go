@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -39,7 +40,12 @@ type targetRow struct {
 	Default   bool   `json:"default"`
 	Reachable *bool  `json:"reachable,omitempty"`
 	Writable  *bool  `json:"writable,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Conditional: the target creates objects atomically if absent (S3
+	// If-None-Match: *, link(2) for files); false means chainvol falls
+	// back to its protocol for stores without it. Set by check only.
+	Conditional *bool  `json:"conditional_writes,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Note        string `json:"note,omitempty"` // e.g. an empty file target
 }
 
 func (a *app) newTargetLsCmd() *cobra.Command {
@@ -75,7 +81,9 @@ func (a *app) newTargetCheckCmd() *cobra.Command {
 		Short: "Check that backup targets are reachable and writable",
 		Long: `Check each configured target (or the named ones): list it (reachable), then
 write, read back and delete a small probe object under chainvolctl-check/
-(writable). Exits 1 if any target fails.`,
+(writable), and create one twice with a conditional write (If-None-Match: *)
+to report whether the target supports conditional writes (a target without
+them works through a fallback). Exits 1 if any target fails.`,
 		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bk?endpoint=h:9000&region=r' target check off",
 		RunE: a.run(func(cmd *cobra.Command, names []string) error {
 			set, err := a.targetSet()
@@ -87,6 +95,11 @@ write, read back and delete a small probe object under chainvolctl-check/
 					names = append(names, t.Name)
 				}
 			}
+			for _, n := range names {
+				if _, err := set.Lookup(n); err != nil {
+					return usageError{explain(err)}
+				}
+			}
 			rows, failed := []targetRow{}, 0
 			for _, n := range names {
 				r := a.checkTarget(cmd.Context(), set, n)
@@ -96,9 +109,9 @@ write, read back and delete a small probe object under chainvolctl-check/
 				rows = append(rows, r)
 			}
 			err = a.emit(cmd, rows, func(w io.Writer) error {
-				tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR")
+				tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR/NOTE")
 				for _, r := range rows {
-					tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error))
+					tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error+r.Note))
 				}
 				return tb.flush()
 			})
@@ -121,6 +134,10 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 		return r
 	}
 	r.URL, r.Default = safeURL(tg.URL), name == set.Default()
+	if note, empty := emptyFileTarget(set, name); empty { // not unreachable: created by the first backup
+		r.Reachable, r.Writable, r.Note = &t, nil, note
+		return r
+	}
 	repo, err := set.Open(ctx, name, envSecrets())
 	if err != nil {
 		r.Error = oneLine(explain(err))
@@ -135,22 +152,64 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 	buf := make([]byte, 16)
 	_, _ = rand.Read(buf)
 	key := "chainvolctl-check/" + hex.EncodeToString(buf)
-	err = store.Put(ctx, key, buf)
+	var cond bool
+	err = roundTrip(ctx, store, key, buf)
 	if err == nil {
-		var got []byte
-		if got, err = store.Get(ctx, key); err == nil && !bytes.Equal(got, buf) {
-			err = errors.New("probe object read back differs from what was written")
-		}
-		if derr := store.Delete(ctx, key); err == nil {
-			err = derr
-		}
+		cond, err = checkConditional(ctx, store, key+"-if-absent", buf)
 	}
 	if err != nil {
 		r.Error = oneLine(explain(err))
 		return r
 	}
-	r.Writable = &t
+	r.Writable, r.Conditional = &t, &cond
+	r.Note = "conditional writes: supported"
+	if !cond {
+		r.Note = "conditional writes: not supported (fallback)"
+	}
 	return r
+}
+
+// roundTrip writes data under key, reads it back and deletes it.
+func roundTrip(ctx context.Context, store s3chain.Store, key string, data []byte) error {
+	if err := store.Put(ctx, key, data); err != nil {
+		return err
+	}
+	// The bound is the probe's size: more back is as wrong as other bytes.
+	got, err := store.GetMax(ctx, key, int64(len(data)))
+	if err == nil && !bytes.Equal(got, data) {
+		err = errors.New("probe object read back differs from what was written")
+	}
+	if derr := store.Delete(ctx, key); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// checkConditional creates key with PutIfAbsent, tries again, and deletes
+// it. It reports false when the store answers ErrNotAtomic (a server that
+// ignores If-None-Match), and an error when the second create is not
+// refused with ErrObjectExists or the object is not the first one.
+func checkConditional(ctx context.Context, store s3chain.Store, key string, data []byte) (bool, error) {
+	err := store.PutIfAbsent(ctx, key, data)
+	if errors.Is(err, s3chain.ErrNotAtomic) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = store.PutIfAbsent(ctx, key, []byte("second"))
+	if errors.Is(err, s3chain.ErrObjectExists) {
+		err = nil
+		if got, gerr := store.GetMax(ctx, key, int64(len(data))); gerr != nil || !bytes.Equal(got, data) {
+			err = fmt.Errorf("conditional write: the first object did not survive a refused second write (%v)", gerr)
+		}
+	} else if err == nil {
+		err = errors.New("conditional write: a second create of the same key succeeded; the target overwrote it")
+	}
+	if derr := store.Delete(ctx, key); err == nil {
+		err = derr
+	}
+	return err == nil, err
 }
 
 // oneLine keeps an error with its hint on one table row.

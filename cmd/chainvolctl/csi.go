@@ -56,7 +56,7 @@ volumes are local to the node that serves the socket.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.endpoint, "endpoint", def, "the driver's CSI endpoint, unix:///path (env "+envEndpoint+")")
 	pf.DurationVar(&f.timeout, "timeout", 2*time.Minute, "timeout of each CSI call")
-	cmd.AddCommand(a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIStageCmd(f),
+	cmd.AddCommand(a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIGroupCmd(f), a.newCSIStageCmd(f),
 		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f))
 	return cmd
 }

@@ -68,7 +68,7 @@ func gatherInfo(ctx context.Context, c *csiClient) (*csiInfo, error) {
 		return nil, err
 	}
 	for _, x := range pc.GetCapabilities() {
-		info.PluginService = append(info.PluginService, x.GetService().GetType().String())
+		info.PluginService = append(info.PluginService, pluginCapName(x))
 	}
 	cc, err := c.ctrl.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
 	if err != nil {
@@ -90,6 +90,20 @@ func gatherInfo(ctx context.Context, c *csiClient) (*csiInfo, error) {
 	}
 	info.NodeID, info.Topology, info.MaxVolumes = ni.GetNodeId(), ni.GetAccessibleTopology().GetSegments(), ni.GetMaxVolumesPerNode()
 	return info, nil
+}
+
+// pluginCapName names one plugin capability. The capability is a oneof:
+// a service (CONTROLLER_SERVICE, ...) or volume expansion (ONLINE/OFFLINE,
+// shown as VOLUME_EXPANSION_ONLINE); reading the wrong arm's getter yields
+// its zero value, UNKNOWN.
+func pluginCapName(x *csi.PluginCapability) string {
+	switch t := x.GetType().(type) {
+	case *csi.PluginCapability_Service_:
+		return t.Service.GetType().String()
+	case *csi.PluginCapability_VolumeExpansion_:
+		return "VOLUME_EXPANSION_" + t.VolumeExpansion.GetType().String()
+	}
+	return "UNKNOWN"
 }
 
 func boolWord(b bool) string {

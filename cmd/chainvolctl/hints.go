@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
@@ -34,4 +36,86 @@ func explain(err error) error {
 		}
 	}
 	return err
+}
+
+// explainCorrupt is explain for an error of backup m, except that a corrupt
+// or missing block gets a hint naming the backups of m's chain that do not
+// use that block, which still restore. The block is found by its digest,
+// which the engines' ErrCorruptBlock messages name (as part of the object
+// key, docs/FORMAT.md §6); without one, the hint stays generic.
+func (a *app) explainCorrupt(ctx context.Context, repo *s3chain.Repo, m *s3chain.Manifest, err error) error {
+	if !errors.Is(err, s3chain.ErrCorruptBlock) {
+		return explain(err)
+	}
+	ms, lerr := repo.Backups(ctx, m.Chain)
+	if lerr != nil {
+		return explain(err)
+	}
+	bad := map[string]bool{}
+	for _, b := range ms {
+		for _, r := range b.Blocks {
+			if r.Digest != "" && strings.Contains(err.Error(), r.Digest) {
+				bad[r.Digest] = true
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return explain(err)
+	}
+	safe, known := backupsAvoiding(ms, bad)
+	var hint string
+	switch {
+	case !known:
+		return explain(err)
+	case len(safe) == 0:
+		hint = fmt.Sprintf("every backup of chain %s uses that block: restore from another copy of the target, if there is one", m.Chain)
+	default:
+		hint = fmt.Sprintf("these backups of chain %s do not use that block and can be restored: %s (check one with 'chainvolctl backup verify %s@ID --deep')",
+			m.Chain, strings.Join(safe, ", "), m.Chain)
+	}
+	return fmt.Errorf("%w\nhint: %s", err, hint)
+}
+
+// backupsAvoiding returns the ids of the backups in ms (a chain's, oldest
+// first) whose volume image uses none of the digests in bad. A
+// self-contained manifest lists its whole image; any other applies its
+// changes to its parent's, which must then be the backup before it. known
+// is false when that order does not hold and the answer cannot be given.
+func backupsAvoiding(ms []*s3chain.Manifest, bad map[string]bool) (safe []string, known bool) {
+	image := map[int64]string{} // block index -> digest of the current backup's image
+	uses := 0                   // entries of image whose digest is in bad
+	set := func(i int64, d string) {
+		if bad[image[i]] {
+			uses--
+		}
+		if d == "" {
+			delete(image, i)
+		} else {
+			image[i] = d
+		}
+		if bad[d] {
+			uses++
+		}
+	}
+	prev := ""
+	for _, m := range ms {
+		if m.SelfContained() {
+			image, uses = map[int64]string{}, 0
+		} else if m.ParentID != prev {
+			return nil, false
+		}
+		for _, r := range m.Blocks {
+			set(r.Index, r.Digest)
+		}
+		for i := range image { // a shrunk volume drops its tail
+			if i >= m.NumBlocks() {
+				set(i, "")
+			}
+		}
+		if uses == 0 {
+			safe = append(safe, m.ID)
+		}
+		prev = m.ID
+	}
+	return safe, true
 }

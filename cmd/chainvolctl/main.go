@@ -4,7 +4,8 @@
 // talks to a node's CSI socket for debugging.
 //
 // Exit codes: 0 success, 1 failure, 2 usage error (bad flag, argument or
-// command), so that scripts can tell a typo from a broken backup.
+// command), 3 not found (no such backup or chain), 4 wrong encryption key,
+// so that scripts can tell a typo from a missing or a broken backup.
 package main
 
 import (
@@ -32,6 +33,10 @@ func execute(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	code := a.exitCode(err)
+	if a.output == "json" {
+		writeJSONError(os.Stderr, err, code)
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 	if code == exitUsage {
 		fmt.Fprintln(os.Stderr, "Run 'chainvolctl --help' (or COMMAND --help) for usage.")

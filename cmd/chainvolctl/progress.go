@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,16 +26,23 @@ type progress struct {
 	interval    time.Duration
 	done, total atomic.Int64
 	bar         *progressbar.ProgressBar // nil when not a terminal
+	json        bool                     // JSON lines (-o json)
 	start       time.Time
 	stop        chan struct{}
 	wg          sync.WaitGroup
 }
 
+// jsonProgress selects the JSON progress stream (-o json; set by app.run).
+var jsonProgress atomic.Bool
+
 // newProgress starts reporting on stderr; call finish when the work ends.
+// With -o json it writes a jsonProgressLine per interval and a final one
+// instead of a bar or log lines.
 func newProgress(what string, interval time.Duration) *progress {
-	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(), stop: make(chan struct{})}
+	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(), stop: make(chan struct{}),
+		json: jsonProgress.Load()}
 	tick := interval
-	if term.IsTerminal(int(os.Stderr.Fd())) {
+	if !p.json && term.IsTerminal(int(os.Stderr.Fd())) {
 		p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription(what), progressbar.OptionFullWidth(),
 			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
@@ -86,6 +95,10 @@ func (p *progress) draw(final bool) {
 	if total == 0 && !final {
 		return
 	}
+	if p.json {
+		p.drawJSON(done, total, final)
+		return
+	}
 	el := time.Since(p.start)
 	rate := float64(done) / max(el.Seconds(), 0.001)
 	eta := "-"
@@ -104,4 +117,25 @@ func (p *progress) draw(final bool) {
 func (p *progress) finish() {
 	close(p.stop)
 	p.wg.Wait()
+}
+
+// jsonProgressLine is one line of the -o json progress stream on stderr.
+type jsonProgressLine struct {
+	Progress struct {
+		What           string  `json:"what"`
+		DoneBytes      int64   `json:"doneBytes"`
+		TotalBytes     int64   `json:"totalBytes"`
+		ElapsedSeconds float64 `json:"elapsedSeconds"`
+		BytesPerSecond float64 `json:"bytesPerSecond"`
+		Final          bool    `json:"final"`
+	} `json:"progress"`
+}
+
+func (p *progress) drawJSON(done, total int64, final bool) {
+	var l jsonProgressLine
+	el := time.Since(p.start).Seconds()
+	l.Progress.What, l.Progress.DoneBytes, l.Progress.TotalBytes, l.Progress.Final = p.what, done, total, final
+	l.Progress.ElapsedSeconds = math.Round(el*1000) / 1000
+	l.Progress.BytesPerSecond = math.Round(float64(done) / max(el, 0.001))
+	_ = json.NewEncoder(p.w).Encode(l)
 }

@@ -25,7 +25,11 @@ func (a *app) run(fn func(cmd *cobra.Command, args []string) error) func(*cobra.
 		if a.output != "table" && a.output != "json" {
 			return usagef("-o %q: the output format must be table or json", a.output)
 		}
+		if err := checkFlagValues(cmd); err != nil {
+			return err
+		}
 		a.started = true
+		jsonProgress.Store(a.output == "json")
 		return fn(cmd, args)
 	}
 }
@@ -50,10 +54,18 @@ with neither, the driver's embedded default file://STATE_DIR/backups.
 Credentials come from --credentials-file (key=value lines: accessKeyID,
 secretAccessKey, sessionToken, encryptionKey) or the environment
 (CHAINVOL_ACCESS_KEY_ID, CHAINVOL_SECRET_ACCESS_KEY, CHAINVOL_ENCRYPTION_KEY);
-they are never printed.
+without an access key there, S3 targets use the AWS credential chain
+(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws/credentials with AWS_PROFILE,
+IRSA or Pod Identity; the EC2 instance role with imds=true in the URL).
+Credentials are never printed.
 
-A backup is named [TARGET:]CHAIN@BACKUP, BACKUP an id or "latest".
-Exit codes: 0 success, 1 failure, 2 usage error.`,
+A backup is named [TARGET:]CHAIN@BACKUP, BACKUP an id, "latest",
+"before:RFC3339" (the newest at or before) or "group:ID" (docs/applications.md).
+Exit codes: 0 success, 1 failure, 2 usage error (bad flag, argument or
+command), 3 not found (no such backup or chain), 4 wrong encryption key.
+With -o json, errors go to stderr as one JSON object
+{"error", "hint", "exitCode", "reason"} and backup/restore progress as JSON
+lines {"progress": {...}}.`,
 		Example: `  # What is in the embedded default target of this node?
   chainvolctl chain ls
   chainvolctl backup ls demo/data
@@ -74,7 +86,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 	pf.StringVar(&a.stateDir, "state-dir", "/var/lib/chainvol", "the driver's state directory; the embedded default target is file://STATE_DIR/backups")
 	pf.StringVar(&a.credentialsFile, "credentials-file", "", "key=value file with accessKeyID, secretAccessKey, sessionToken, encryptionKey")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format of listings and show commands: table or json")
-	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newCSICmd())
+	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newCSICmd(), a.newK8sCmd(), a.newVersionCmd())
 	root.SetOut(os.Stdout)
 	return root
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -44,7 +48,75 @@ func (a *app) targetSet() (*target.Set, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (check --target or %s)", err, envTargets)}
 	}
+	for _, t := range set.Targets() {
+		if err := checkTargetURL(t); err != nil {
+			return nil, usageError{fmt.Errorf("target %s: %w (check --target or %s)", t.Name, err, envTargets)}
+		}
+	}
 	return set, nil
+}
+
+// checkTargetURL reports a malformed target URL before anything is
+// contacted, so that it is a usage error (exit 2) like any bad argument.
+// The rules are s3chain.OpenStore's own: it parses the URL before any I/O,
+// so it is called with a cancelled context, which stops it at its first
+// request (the bucket check) with an error that is not ErrBadTarget. A
+// well-formed file:// URL is not opened: its directory may not exist yet.
+func checkTargetURL(t target.Target) error {
+	if _, ok := fileTargetDir(t.URL); ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s3chain.OpenStore(ctx, t.URL, s3chain.Credentials{}); errors.Is(err, s3chain.ErrBadTarget) {
+		return err
+	}
+	return nil
+}
+
+// fileTargetDir returns the directory of a well-formed file:///DIR target
+// URL (an absolute path other than /, no host, query or dot segments: the
+// rules of s3chain.OpenStore), and false for any other URL.
+func fileTargetDir(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" || u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" ||
+		u.Fragment != "" || !path.IsAbs(u.Path) || u.Path == "/" {
+		return "", false
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return "", false
+		}
+	}
+	return path.Clean(u.Path), true
+}
+
+// emptyTarget is emptyFileTarget for the configured targets; a
+// configuration error is left to openRepo to report.
+func (a *app) emptyTarget(name string) (string, bool) {
+	set, err := a.targetSet()
+	if err != nil {
+		return "", false
+	}
+	return emptyFileTarget(set, name)
+}
+
+// emptyFileTarget returns a note when target name is a file:// target whose
+// directory does not exist yet: such a target is empty, not unreachable, and
+// "backup create" (or the driver's first backup) creates the directory.
+func emptyFileTarget(set *target.Set, name string) (note string, empty bool) {
+	t, err := set.Lookup(name)
+	if err != nil {
+		return "", false
+	}
+	dir, ok := fileTargetDir(t.URL)
+	if !ok {
+		return "", false
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	return fmt.Sprintf("target %s is empty: its directory %s does not exist yet; the first backup creates it", t.Name, dir), true
 }
 
 // defaultTargetURL is the driver's embedded default backup target.
@@ -74,12 +146,23 @@ func (a *app) openRepo(ctx context.Context, name string) (*s3chain.Repo, error) 
 	if err != nil {
 		return nil, err
 	}
+	if _, err := set.Lookup(name); err != nil {
+		return nil, usageError{explain(err)} // --in or a reference names no configured target
+	}
+	if note, empty := emptyFileTarget(set, name); empty {
+		return nil, fmt.Errorf("%w: %s", errEmptyTarget, note)
+	}
 	repo, err := set.Open(ctx, name, envSecrets())
 	if err != nil {
 		return nil, explain(err)
 	}
 	return repo, nil
 }
+
+// errEmptyTarget: a file:// target whose directory does not exist yet. Read
+// commands fail with it (there is nothing to show) and "chain ls" and
+// "target check" report the target as empty.
+var errEmptyTarget = errors.New("no backups")
 
 // parseChainArg reads "[TARGET:]CHAIN" into a target name and a chain.
 func parseChainArg(s string) (tgt, chain string, err error) {
@@ -94,13 +177,13 @@ func parseChainArg(s string) (tgt, chain string, err error) {
 func parseRefArg(s string) (target.Ref, error) {
 	ref, err := target.ParseRef(s)
 	if err != nil {
-		return ref, usageError{err}
+		return ref, usageError{fmt.Errorf("%q must be [TARGET:]CHAIN@BACKUP, e.g. demo/data@latest or demo/data@before:2026-11-29T10:00:00Z (%w)", s, err)}
 	}
 	return ref, nil
 }
 
 // resolveRef opens the reference's target and reads its manifest, turning
-// "latest" into the newest backup.
+// "latest", "before:T" or "group:ID" into one backup.
 func (a *app) resolveRef(ctx context.Context, s string) (*s3chain.Repo, *s3chain.Manifest, error) {
 	ref, err := parseRefArg(s)
 	if err != nil {
@@ -110,7 +193,7 @@ func (a *app) resolveRef(ctx context.Context, s string) (*s3chain.Repo, *s3chain
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := repo.Manifest(ctx, ref.Chain, ref.Backup)
+	m, err := target.Select(ctx, repo, ref)
 	if err != nil {
 		return nil, nil, explain(err)
 	}

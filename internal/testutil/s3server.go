@@ -25,8 +25,11 @@ import (
 // StartS3. It deliberately returns plain strings, not s3chain types:
 // s3chain's tests import testutil, so testutil must not import s3chain.
 type S3Server struct {
-	// Endpoint is "127.0.0.1:PORT", plain HTTP.
+	// Endpoint is "127.0.0.1:PORT", plain HTTP (HTTPS from StartS3TLS).
 	Endpoint string
+	// CAFile is the PEM of the private CA that signed the gateway's
+	// certificate (StartS3TLS only; "" for plain HTTP).
+	CAFile string
 	// AccessKey and SecretKey are the random root credentials.
 	AccessKey, SecretKey string
 	// Bucket is the one bucket created at start.
@@ -37,13 +40,18 @@ type S3Server struct {
 
 // URL returns the s3:// target URL for s3chain.OpenStore naming Bucket and
 // the key prefix prefix ("" for the bucket root): s3://BUCKET/PREFIX?
-// endpoint=127.0.0.1:PORT&region=us-east-1&insecure=true.
+// endpoint=127.0.0.1:PORT&region=us-east-1&insecure=true, or with
+// ca=CAFile instead of insecure=true for a StartS3TLS gateway.
 func (s S3Server) URL(prefix string) string {
 	u := "s3://" + s.Bucket
 	if prefix != "" {
 		u += "/" + prefix
 	}
 	q := url.Values{"endpoint": {s.Endpoint}, "region": {"us-east-1"}, "insecure": {"true"}}
+	if s.CAFile != "" {
+		q.Del("insecure")
+		q.Set("ca", s.CAFile)
+	}
 	return u + "?" + q.Encode()
 }
 
@@ -77,6 +85,12 @@ func versitygwPath() string {
 // Without the binary the test is skipped, or fails under CI=true.
 func StartS3(t testing.TB) S3Server {
 	t.Helper()
+	return startS3(t, nil)
+}
+
+// startS3 is StartS3, over HTTPS when tls is not nil.
+func startS3(t testing.TB, tls *s3TLS) S3Server {
+	t.Helper()
 	bin := versitygwPath()
 	if bin == "" {
 		SkipOrFail(t, "bin/versitygw not found at the repository root: run make deps")
@@ -91,7 +105,7 @@ func StartS3(t testing.TB) S3Server {
 	// try a few.
 	var err error
 	for range 3 {
-		if err = s.start(t, bin); err == nil {
+		if err = s.start(t, bin, tls); err == nil {
 			break
 		}
 	}
@@ -101,13 +115,19 @@ func StartS3(t testing.TB) S3Server {
 	return s
 }
 
-func (s *S3Server) start(t testing.TB, bin string) error {
+func (s *S3Server) start(t testing.TB, bin string, tls *s3TLS) error {
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
 	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--port", s.Endpoint, "--health", "/health", "--quiet", "posix", s.Dir)
+	args := []string{"--port", s.Endpoint, "--health", "/health", "--quiet"}
+	scheme, client := "http", &http.Client{Timeout: time.Second}
+	if tls != nil {
+		args = append(args, "--cert", tls.certFile, "--key", tls.keyFile)
+		scheme, client, s.CAFile = "https", tls.client(time.Second), tls.caFile
+	}
+	cmd := exec.Command(bin, append(args, "posix", s.Dir)...)
 	// Secrets go through the environment, not argv, so ps cannot show them.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
 	var out lockedBuffer
@@ -121,20 +141,19 @@ func (s *S3Server) start(t testing.TB, bin string) error {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-	if err := waitHealthy("http://"+s.Endpoint+"/health", exited, 10*time.Second); err != nil {
+	if err := waitHealthy(client, scheme+"://"+s.Endpoint+"/health", exited, 10*time.Second); err != nil {
 		stop()
 		return fmt.Errorf("%w; versitygw output:\n%s", err, out.String())
 	}
 	t.Cleanup(stop)
-	if err := s.makeBucket(); err != nil {
+	if err := s.makeBucket(client.Transport); err != nil {
 		return fmt.Errorf("create bucket %s: %w", s.Bucket, err)
 	}
 	return nil
 }
 
-func waitHealthy(healthURL string, exited <-chan struct{}, timeout time.Duration) error {
+func waitHealthy(client *http.Client, healthURL string, exited <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	client := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
@@ -152,8 +171,10 @@ func waitHealthy(healthURL string, exited <-chan struct{}, timeout time.Duration
 	return fmt.Errorf("versitygw not healthy after %v", timeout)
 }
 
-func (s S3Server) makeBucket() error {
+func (s S3Server) makeBucket(transport http.RoundTripper) error {
 	client, err := minio.New(s.Endpoint, &minio.Options{
+		Secure:       s.CAFile != "",
+		Transport:    transport, // nil: minio-go's default
 		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
 		Region:       "us-east-1",
 		BucketLookup: minio.BucketLookupPath,

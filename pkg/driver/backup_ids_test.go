@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -58,18 +61,51 @@ func TestRestoreRefTemplates(t *testing.T) {
 	}
 }
 
+// TestChainName: chain names are an injective function of the PVC
+// (NAMESPACE/NAME) or of the CSI volume name (issue 12, item 5). The
+// examples of the issue used to share a chain ("team-a-db", a 100-byte
+// truncation); each now has its own, and the exact names are the rule of
+// chainName's docstring.
 func TestChainName(t *testing.T) {
-	for _, tc := range []struct {
+	vees := strings.Repeat("v", 100)
+	sha := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	pvc := func(ns, n string) map[string]string { return map[string]string{labelPVCNamespace: ns, labelPVCName: n} }
+	tcs := []struct {
 		lv   backend.LVol
 		want string
 	}{
-		{backend.LVol{ID: "vol-1", Name: "pvc-1", Labels: map[string]string{labelPVCNamespace: "shop", labelPVCName: "db"}}, "shop/db"},
-		{backend.LVol{ID: "vol-1", Name: "pvc-1"}, "pvc-1"},
-		{backend.LVol{ID: "vol-1", Name: "a name/with ../odd bytes"}, "a-name-with-..-odd-bytes"},
-		{backend.LVol{ID: "vol-1", Name: "///"}, "vol-1"},
-	} {
-		if got := chainName(tc.lv); got != tc.want {
-			t.Errorf("chainName(%q) = %q, want %q", tc.lv.Name, got, tc.want)
+		{backend.LVol{Name: "pvc-1", Labels: pvc("shop", "db")}, "shop/db"},
+		{backend.LVol{Name: "pvc-2", Labels: pvc("team-a", "db")}, "team-a/db"},
+		{backend.LVol{Name: "team-a/db"}, "_volume/team-a_2fdb"},
+		{backend.LVol{Name: "team-a:db"}, "_volume/team-a_3adb"},
+		{backend.LVol{Name: "team-a-db"}, "_volume/team-a-db"},
+		{backend.LVol{Name: "team-a_2fdb"}, "_volume/team-a_5f2fdb"},
+		{backend.LVol{Name: "pvc-1"}, "_volume/pvc-1"},
+		{backend.LVol{Name: "a name/with ../odd bytes"}, "_volume/a_20name_2fwith_20_2e_2e_2fodd_20bytes"},
+		{backend.LVol{Name: "///"}, "_volume/_2f_2f_2f"},
+		{backend.LVol{Name: vees + "-alpha"}, "_volume-sha256/" + sha(vees+"-alpha")},
+		{backend.LVol{Name: vees + "-beta"}, "_volume-sha256/" + sha(vees+"-beta")},
+		// 92 bytes escaped: the longest name that is not hashed.
+		{backend.LVol{Name: strings.Repeat("w", 92)}, "_volume/" + strings.Repeat("w", 92)},
+		{backend.LVol{Name: strings.Repeat("w", 93)}, "_volume-sha256/" + sha(strings.Repeat("w", 93))},
+		// Metadata that cannot be a PVC's falls back to the volume name.
+		{backend.LVol{Name: "pvc-3", Labels: pvc("_volume", "x")}, "_volume/pvc-3"},
+		{backend.LVol{Name: "pvc-4", Labels: pvc("Team", "x")}, "_volume/pvc-4"},
+		{backend.LVol{Name: "pvc-5", Labels: pvc("shop", "")}, "_volume/pvc-5"},
+		{backend.LVol{Name: "pvc-6", Labels: pvc(strings.Repeat("n", 63), strings.Repeat("p", 37))}, "_volume/pvc-6"},
+	}
+	seen := map[string]string{}
+	for _, tc := range tcs {
+		got := chainName(tc.lv)
+		if got != tc.want {
+			t.Errorf("chainName(%q, %v) = %q, want %q", tc.lv.Name, tc.lv.Labels, got, tc.want)
 		}
+		if err := s3chain.ValidChainName(got); err != nil {
+			t.Errorf("chainName(%q) = %q: %v", tc.lv.Name, got, err)
+		}
+		if other, ok := seen[got]; ok {
+			t.Errorf("volumes %q and %q share chain %q", other, tc.lv.Name, got)
+		}
+		seen[got] = tc.lv.Name
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"errors"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -13,11 +14,12 @@ import (
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
-// backupSnapshots lists the backups this driver made: those still
-// uploading or kept as a base on the pool, and those recorded in the
-// targets it can open without a request's secrets (manifests naming this
-// node). A target that cannot be read is logged and skipped.
-func (d *Driver) backupSnapshots(ctx context.Context) ([]*csi.Snapshot, error) {
+// backupSnapshots lists the backups of every target: those of this node
+// still uploading (not ready) or kept as a base on the pool, and every
+// backup the targets hold that the request's secrets (else the credentials
+// file) can read, made by any node or cluster. A target that cannot be
+// read is logged and skipped, so it never hides the others.
+func (d *Driver) backupSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
 	seen := map[string]bool{}
 	var out []*csi.Snapshot
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
@@ -25,15 +27,15 @@ func (d *Driver) backupSnapshots(ctx context.Context) ([]*csi.Snapshot, error) {
 		return nil, poolError("list snapshots", err)
 	}
 	for _, s := range snaps {
-		if id := s.Labels[labelBackupRef]; id != "" && s.Labels[labelBackupState] != backupFailed {
+		if id := s.Labels[labelBackupRef]; id != "" {
 			seen[id] = true
 			out = append(out, backupCSISnapshot(s, s.Labels[labelBackupState] == backupDone))
 		}
 	}
 	for _, t := range d.targets.Targets() {
-		found, err := d.targetBackups(ctx, t.Name)
+		found, err := d.targetBackups(ctx, t.Name, secrets)
 		if err != nil {
-			klog.V(2).InfoS("cannot list backups of target", "target", t.Name, "err", err)
+			klog.InfoS("cannot list the backups of a target; skipped", "target", t.Name, "err", err)
 			continue
 		}
 		for _, s := range found {
@@ -46,32 +48,51 @@ func (d *Driver) backupSnapshots(ctx context.Context) ([]*csi.Snapshot, error) {
 	return out, nil
 }
 
-// targetBackups lists the backups of one target that this node made.
-func (d *Driver) targetBackups(ctx context.Context, name string) ([]*csi.Snapshot, error) {
-	repo, err := d.targets.Open(ctx, name, nil)
+// lookupBackup finds one backup by snapshot id: this node's local record
+// (an upload not done yet is not ready), else its manifest in the target,
+// read with the request's secrets. Errors: errNoSnapshot when the id names
+// nothing that exists (a backup id naming "latest" included); a target or
+// chain that cannot be read is a status with chainCode's code
+// (PermissionDenied, Unavailable, ...), and a chain whose encryption key
+// the secrets lack is PermissionDenied.
+func (d *Driver) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
-		return nil, err
+		return nil, poolError("list snapshots", err)
 	}
-	chains, err := repo.Chains(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []*csi.Snapshot
-	for _, c := range chains {
-		ms, err := repo.Backups(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range ms {
-			if m.Node == d.opts.NodeID {
-				id := backupSnapshotID(target.Ref{Target: name, Chain: c, Backup: m.ID})
-				out = append(out, &csi.Snapshot{SnapshotId: id, SourceVolumeId: m.SourceVolume, SizeBytes: m.SizeBytes,
-					CreationTime: timestamppb.New(m.CreatedAt), ReadyToUse: true})
-			}
+	for _, s := range snaps {
+		if s.Labels[labelBackupRef] == id {
+			return backupCSISnapshot(s, s.Labels[labelBackupState] == backupDone), nil
 		}
 	}
-	return out, nil
+	ref, err := parseBackupSnapshotID(id)
+	if err != nil || ref.Backup == target.Latest {
+		return nil, errNoSnapshot
+	}
+	repo, err := d.targets.Open(ctx, ref.Target, secrets)
+	if errors.Is(err, target.ErrUnknownTarget) {
+		return nil, errNoSnapshot
+	} else if err != nil {
+		return nil, chainError("open backup target "+ref.Target, err)
+	}
+	if ref, err = resolveChain(ctx, repo, ref); err == nil {
+		var m *s3chain.Manifest
+		if m, err = repo.Manifest(ctx, ref.Chain, ref.Backup); err == nil {
+			return manifestSnapshot(id, m), nil
+		}
+	}
+	switch {
+	case errors.Is(err, s3chain.ErrBackupNotFound):
+		return nil, errNoSnapshot
+	case errors.Is(err, s3chain.ErrWrongKey):
+		// The backup exists, the caller's secrets cannot read it.
+		return nil, status.Errorf(codes.PermissionDenied, "backup %s: %v; give the chain's %s in the request's secrets", ref, err, target.KeyEncryptionKey)
+	}
+	return nil, chainError("backup "+ref.String(), err)
 }
+
+// errNoSnapshot: a snapshot id names nothing that exists.
+var errNoSnapshot = errors.New("no such snapshot")
 
 // deleteBackupSnapshot removes a backup from its chain (its blocks merge
 // into its child so later backups still restore) and its local snapshot.
@@ -94,9 +115,12 @@ func (d *Driver) deleteBackupSnapshot(ctx context.Context, id string, secrets ma
 	} else if err != nil {
 		return chainError("resolve chain", err)
 	}
-	if err := repo.DeleteBackup(ctx, ref.Chain, ref.Backup); err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
+	err = repo.DeleteBackup(ctx, ref.Chain, ref.Backup)
+	d.index.invalidate(ref.Target)
+	if err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
 		return chainError("delete backup "+ref.String(), err)
 	}
+	d.gc.schedule(gcKey{ref.Target, ref.Chain}, secrets) // free its blocks (gc_background.go)
 	klog.InfoS("backup deleted", "backup", ref.String())
 	return nil
 }

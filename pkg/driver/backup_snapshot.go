@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,7 +13,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -21,8 +22,8 @@ import (
 // createBackupSnapshot takes a reflink snapshot of the volume and uploads it
 // in the background as the next link of the volume's chain. Until the
 // upload is durable, the answer says ready_to_use false; retries with the
-// same name report the same snapshot, and a failed upload is the error of
-// the next call (the snapshot is then dropped so a later call starts afresh).
+// same name report the same snapshot id, and a failed upload is the error
+// of the next call while it is retried under that id (backupStatus).
 func (d *Driver) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest, sp snapshotParams) (*csi.CreateSnapshotResponse, error) {
 	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, req.GetName()); err == nil {
 		if snap.SourceID != req.GetSourceVolumeId() || snap.Labels[labelBackupRef] == "" {
@@ -43,8 +44,13 @@ func (d *Driver) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapsh
 	if ref.Backup, err = d.uniqueBackupID(ctx, repo, ref); err != nil {
 		return nil, chainError("choose backup id", err)
 	}
-	snap, err := d.localSnapshot(ctx, req.GetName(), src.ID, map[string]string{
-		labelHidden: "true", labelBackupRef: backupSnapshotID(ref), labelBackupState: backupUploading})
+	if err := checkChainBlockSize(ctx, repo, ref, sp.BlockSize); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{labelHidden: "true", labelBackupRef: backupSnapshotID(ref), labelBackupState: backupUploading,
+		labelBackupUnreported: "true"}
+	blockSizeLabels(labels, sp.BlockSize)
+	snap, err := d.localSnapshot(ctx, req.GetName(), src.ID, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -79,23 +85,22 @@ func (d *Driver) backupRefTaken(ctx context.Context, id string) bool {
 }
 
 // backupStatus answers a retried CreateSnapshot of a backup: ready once
-// uploaded; the upload's error once, if it failed; otherwise not ready, and
-// the upload is restarted if no job runs (after a driver restart).
+// uploaded; not ready while uploading (the upload is restarted if no job
+// runs, after a driver restart); after a failed upload, the failure, while
+// the upload is retried under the same backup id, so that one snapshot name
+// keeps one snapshot id forever (CSI spec "CreateSnapshot").
 func (d *Driver) backupStatus(ctx context.Context, snap backend.LVol, secrets map[string]string) (*csi.CreateSnapshotResponse, error) {
-	switch snap.Labels[labelBackupState] {
-	case backupDone:
-		d.jobs.forget(snap.ID)
-		return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, true)}, nil
-	case backupFailed:
-		d.jobs.forget(snap.ID)
-		if err := d.pool.Delete(ctx, snap.ID); err != nil {
-			klog.ErrorS(err, "drop failed backup snapshot", "snapshot", snap.ID)
-		}
-		return nil, status.Errorf(codes.Internal, "backup upload failed: %s; a retry starts a new upload", snap.Labels[labelBackupError])
-	}
 	ref, err := parseBackupSnapshotID(snap.Labels[labelBackupRef])
 	if err != nil {
 		return nil, chainError("backup snapshot", err)
+	}
+	switch snap.Labels[labelBackupState] {
+	case backupDone:
+		d.jobs.forget(snap.ID)
+		d.reportedReady(ctx, snap)
+		return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, true)}, nil
+	case backupFailed:
+		return nil, d.retryUpload(ctx, snap, ref, secrets)
 	}
 	j := d.startUpload(snap, ref, secrets)
 	if ok, _ := j.finished(); ok || wait(ctx, j) {
@@ -107,6 +112,35 @@ func (d *Driver) backupStatus(ctx context.Context, snap backend.LVol, secrets ma
 	return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, false)}, nil
 }
 
+// retryUpload restarts the failed upload of snap under its backup id and
+// returns the failure for the CO to see meanwhile.
+func (d *Driver) retryUpload(ctx context.Context, snap backend.LVol, ref target.Ref, secrets map[string]string) error {
+	d.jobs.forget(snap.ID)
+	if _, err := d.pool.SetLabels(ctx, snap.ID, map[string]string{labelBackupState: backupUploading}); err != nil {
+		return poolError("restart backup upload", err)
+	}
+	d.startUpload(snap, ref, secrets)
+	return uploadFailure(snap)
+}
+
+// uploadFailure is the answer about a failed upload: its cause, and that
+// the upload is being retried under the same snapshot id. The code is
+// retryable whatever the cause, since the driver does retry: Unavailable
+// when the target could not be reached, ResourceExhausted when it is full,
+// else Aborted (CSI spec "CreateSnapshot": an operation is pending for the
+// snapshot; the CO retries with backoff).
+func uploadFailure(snap backend.LVol) error {
+	code := codes.Aborted
+	switch c := snap.Labels[labelBackupCode]; c {
+	case codes.Unavailable.String():
+		code = codes.Unavailable
+	case codes.ResourceExhausted.String():
+		code = codes.ResourceExhausted
+	}
+	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
+		snap.Labels[labelBackupRef], snap.Labels[labelBackupError])
+}
+
 // backupCSISnapshot describes a backup's snapshot lvol as a CSI snapshot.
 func backupCSISnapshot(snap backend.LVol, ready bool) *csi.Snapshot {
 	s := csiSnapshot(snap, ready)
@@ -114,23 +148,57 @@ func backupCSISnapshot(snap backend.LVol, ready bool) *csi.Snapshot {
 	return s
 }
 
-var chainUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+// Chain namespaces of volumes whose PVC is unknown. Their first segment holds
+// '_', which a Kubernetes namespace (a DNS-1123 label) never does, so no PVC
+// chain "NAMESPACE/NAME" can take them, and the two differ from each other.
+const (
+	volumeChainPrefix       = "_volume/"
+	hashedVolumeChainPrefix = "_volume-sha256/"
+)
 
-// chainName is the chain of a volume: its PVC's NAMESPACE/NAME when the
-// external-provisioner passed them (so a re-created StatefulSet finds its
-// own chains), else the volume's CSI name made safe, else its id.
+// dnsLabel is a Kubernetes namespace name (RFC 1123 label, Kubernetes API
+// conventions "Names"): it never holds '_' or '/'.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// chainName is the chain of a volume, an injective function of its source
+// so that no two volumes ever share a chain (issue 12):
+//
+//   - with PVC metadata from the external-provisioner (a namespace that is a
+//     DNS label, a name that fits): "NAMESPACE/NAME", so a re-created
+//     StatefulSet finds its own chains; a namespace holds no '/', so the
+//     pair is recoverable from the name;
+//   - else "_volume/" and the CSI volume name escaped by escapeChainSegment
+//     (reversible, so distinct names stay distinct);
+//   - else, when that exceeds s3chain.MaxChainNameLen (100 bytes),
+//     "_volume-sha256/" and the 64 hex digits of the SHA-256 of the name.
+//
+// The "_volume" namespaces start with '_', which no namespace can.
 func chainName(lv backend.LVol) string {
-	if ns, n := lv.Labels[labelPVCNamespace], lv.Labels[labelPVCName]; ns != "" && n != "" {
+	if ns, n := lv.Labels[labelPVCNamespace], lv.Labels[labelPVCName]; dnsLabel.MatchString(ns) && n != "" {
 		if c := ns + "/" + n; s3chain.ValidChainName(c) == nil {
 			return c
 		}
 	}
-	c := strings.Trim(chainUnsafe.ReplaceAllString(lv.Name, "-"), "-.")
-	if len(c) > s3chain.MaxChainNameLen {
-		c = c[:s3chain.MaxChainNameLen]
+	if c := volumeChainPrefix + escapeChainSegment(lv.Name); lv.Name != "" && len(c) <= s3chain.MaxChainNameLen {
+		return c
 	}
-	if s3chain.ValidChainName(c) != nil {
-		return lv.ID
+	h := sha256.Sum256([]byte(lv.Name))
+	return hashedVolumeChainPrefix + hex.EncodeToString(h[:])
+}
+
+// escapeChainSegment makes s one chain name segment: letters, digits and
+// '-' stay, every other byte becomes "_" and two lower-case hex digits (the
+// escape s3chain uses for keys). Distinct inputs give distinct outputs, and
+// the result is never "." or "..".
+func escapeChainSegment(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02x", c)
+		}
 	}
-	return c
+	return b.String()
 }

@@ -12,7 +12,14 @@ import (
 // controllerCapabilities are advertised by ControllerGetCapabilities.
 // Not advertised, deliberately: PUBLISH_UNPUBLISH_VOLUME (volumes are
 // node-local; the CSIDriver has attachRequired false), LIST_VOLUMES_PUBLISHED_NODES,
-// PUBLISH_READONLY and MODIFY_VOLUME (no mutable parameters).
+// PUBLISH_READONLY and MODIFY_VOLUME (no mutable parameters), and
+// GET_VOLUME_HEALTH / LIST_VOLUME_HEALTH: their consumer, the
+// external-health-monitor-controller, runs as one leader-elected instance
+// that would ask its own node's plugin about every volume in the cluster,
+// and each node's pool knows only its own. Volume health reaches
+// Kubernetes through the node service instead (NodeGetVolumeHealth,
+// NodeGetStorageHealth, served by health.go; kubelet's CSIVolumeHealth).
+// health.go still answers the controller RPCs for chainvolctl and tests.
 var controllerCapabilities = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 	csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
@@ -24,8 +31,6 @@ var controllerCapabilities = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_GET_VOLUME,
 	csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 	csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
-	csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH,
-	csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH,
 }
 
 // supportedModes are the access modes a node-local volume can honour.

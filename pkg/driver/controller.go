@@ -42,6 +42,9 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
+	if vr.fsType, err = d.cloneFSType(ctx, vr.fsType, src); err != nil {
+		return nil, err
+	}
 	size, err := sizeFor(req.GetCapacityRange(), max(src.SizeBytes, minFSSize[vr.fsType]))
 	if err != nil {
 		return nil, err
@@ -139,16 +142,24 @@ func sameVolume(lv backend.LVol, vr volumeRequest, srcID string, r *csi.Capacity
 	return nil
 }
 
+// cloneFSType settles the filesystem type of a clone of src (the zero
+// LVol for an empty volume) by settleFSType.
+func (d *Driver) cloneFSType(ctx context.Context, requested string, src backend.LVol) (string, error) {
+	fs, err := d.sourceFSType(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	return settleFSType(requested, fs, string(src.Kind)+" "+src.ID)
+}
+
 // volumeLabels are the labels recorded on a new volume. A clone inherits
-// its source's filesystem type and restore origin, so the node never
-// formats over the source's data. src is the zero LVol when there is none.
+// its source's restore origin, and vr.fsType is already its source's
+// (cloneFSType), so the node never formats over the source's data. src is
+// the zero LVol when there is none.
 func volumeLabels(vr volumeRequest, src backend.LVol) map[string]string {
 	l := map[string]string{
 		labelAccessType: vr.access, labelParams: vr.params.Digest, labelFSType: vr.fsType,
 		labelPVCName: vr.params.PVCName, labelPVCNamespace: vr.params.PVCNamespace, labelPVName: vr.params.PVName,
-	}
-	if fs := src.Labels[labelFSType]; fs != "" {
-		l[labelFSType] = fs
 	}
 	if from := src.Labels[labelRestoredFrom]; from != "" {
 		l[labelRestoredFrom] = from
@@ -176,9 +187,11 @@ func (d *Driver) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.V
 	}
 }
 
-// DeleteVolume removes a volume's lvol (CSI spec "DeleteVolume"). Unknown
-// or malformed ids are success; a volume still attached to a loop device
-// (staged) is FailedPrecondition; a restore in progress is cancelled first.
+// DeleteVolume removes a volume's lvol and its backup bases (CSI spec
+// "DeleteVolume"; sweepBases: bases of uploads still running or not yet
+// reported go when they are). Unknown or malformed ids are success; a
+// volume still attached to a loop device (staged) is FailedPrecondition; a
+// restore in progress is cancelled first.
 func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
@@ -190,6 +203,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	defer d.locks.unlock(id)
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindVolume) {
+		d.sweepBases(ctx)
 		return &csi.DeleteVolumeResponse{}, nil
 	} else if err != nil {
 		return nil, poolError("look up volume", err)
@@ -201,6 +215,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err := d.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return nil, poolError("delete lvol", err)
 	}
+	d.sweepBases(ctx)
 	klog.InfoS("volume deleted", "volume", lv.ID, "name", lv.Name)
 	return &csi.DeleteVolumeResponse{}, nil
 }

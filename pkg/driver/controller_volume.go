@@ -54,8 +54,10 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	}}, nil
 }
 
-// GetCapacity reports the pool's available bytes, or 0 for a topology that
-// is not this node's (CSI spec "GetCapacity").
+// GetCapacity reports the pool's available bytes less the restore reserve
+// and what running restores will still write (what restore admission
+// accepts), or 0 for a topology that is not this node's (CSI spec
+// "GetCapacity").
 func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if seg := req.GetAccessibleTopology().GetSegments(); len(seg) > 0 && seg[TopologyKey] != d.opts.NodeID {
 		return &csi.GetCapacityResponse{}, nil
@@ -69,8 +71,12 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	if err != nil {
 		return nil, poolError("pool capacity", err)
 	}
+	r, err := d.poolRoom(ctx, nil) // what restore admission accepts (restore_space.go)
+	if err != nil {
+		return nil, poolError("pool capacity", err)
+	}
 	return &csi.GetCapacityResponse{
-		AvailableCapacity: c.AvailableBytes,
+		AvailableCapacity: r.free(),
 		MaximumVolumeSize: &wrapperspb.Int64Value{Value: c.TotalBytes},
 	}, nil
 }

@@ -19,15 +19,13 @@ import (
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
-// Version is the driver's version, reported by GetPluginInfo; set at link time.
-var Version = "0.1.0-dev"
-
 // Driver composes chainvol's Identity, Controller and Node servers over one
 // lvol pool. Create it with New and serve it with Run.
 type Driver struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedControllerServer
 	csi.UnimplementedNodeServer
+	csi.UnimplementedGroupControllerServer
 
 	opts    Options
 	pool    backend.Pool
@@ -36,6 +34,7 @@ type Driver struct {
 	loops   *loopDevices
 	locks   *lockSet
 	metrics *metrics
+	events  *pvcEvents // progress events on claims; nil outside a cluster
 	targets *target.Set
 	jobs    *jobSet
 	// failures holds the final error of a background restore that no call
@@ -44,6 +43,15 @@ type Driver struct {
 	// chainLocks serialise uploads into one chain (a parent must be the
 	// chain's latest backup).
 	chainLocks sync.Map
+	// index caches the targets' backups for ListSnapshots (backup_index.go).
+	index backupIndex
+	// gc collects a chain's unreferenced blocks after backup deletions
+	// (gc_background.go).
+	gc        *gcScheduler
+	gcMetrics *gcMetrics
+	// admit serialises restore admission with the creation of its lvol
+	// (capacity.go), so two restores never both count the same free space.
+	admit sync.Mutex
 }
 
 // New builds a driver over an open pool. mounter and exec are injected so
@@ -63,7 +71,7 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{
+	d := &Driver{
 		targets: targets,
 		jobs:    newJobSet(),
 		opts:    opts,
@@ -73,7 +81,11 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 		loops:   &loopDevices{exec: ex},
 		locks:   newLockSet(),
 		metrics: newMetrics(),
-	}, nil
+		events:  newPVCEvents(opts.NodeID),
+	}
+	d.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, d.collect)
+	d.gcMetrics = newGCMetrics(d.metrics.registry)
+	return d, nil
 }
 
 // Run serves the CSI services on the unix socket of opts.Endpoint until ctx is
@@ -90,16 +102,18 @@ func (d *Driver) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
 	csi.RegisterIdentityServer(srv, d)
 	csi.RegisterControllerServer(srv, d)
 	csi.RegisterNodeServer(srv, d)
+	csi.RegisterGroupControllerServer(srv, d) // group_snapshot.go
 	go func() {
 		<-ctx.Done()
 		srv.GracefulStop()
 		// Restores resume from their checkpoints, uploads restart, on
 		// the next call after a restart.
 		d.jobs.stopAll()
+		d.gc.stop()
 	}()
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
 	return srv.Serve(lis)
@@ -111,15 +125,9 @@ func (d *Driver) topology() *csi.Topology {
 }
 
 // newTargets builds the backup targets from the options: the configured
-// NAME=URL list, or the embedded default under the state directory.
+// NAME=URL list, or the embedded default under the state directory, with
+// the credentials file read again whenever it changes.
 func newTargets(opts Options) (*target.Set, error) {
-	var sec target.Secrets
-	if opts.BackupCredentialsFile != "" {
-		var err error
-		if sec, err = target.ReadSecretsFile(opts.BackupCredentialsFile); err != nil {
-			return nil, err
-		}
-	}
 	def := filepath.Join(opts.StateDir, "backups")
 	if len(opts.BackupTargets) == 0 {
 		// The embedded default exists from the start; a configured file
@@ -128,5 +136,9 @@ func newTargets(opts Options) (*target.Set, error) {
 			return nil, fmt.Errorf("embedded default backup target: %w", err)
 		}
 	}
-	return target.NewSet(opts.BackupTargets, "file://"+def, sec)
+	set, err := target.NewSet(opts.BackupTargets, "file://"+def, target.Secrets{})
+	if err == nil && opts.BackupCredentialsFile != "" {
+		err = set.UseCredentialsFile(opts.BackupCredentialsFile)
+	}
+	return set, err
 }

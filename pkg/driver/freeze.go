@@ -27,7 +27,13 @@ const (
 // not mounted, or used as a raw block device, thaw is a no-op. thaw is
 // never nil and may be called more than once.
 //
+// The freeze lasts as long as the copy, which must therefore be O(1): on a
+// pool without reflink (a full copy, O(volume size): 17.9 s of blocked
+// application writes for 1.2 GB on ext4) a staged volume is refused with
+// FailedPrecondition rather than frozen (README, "Snapshots").
+//
 // Errors are gRPC statuses, ready to return: NotFound for an unknown lvol,
+// FailedPrecondition for a staged lvol on a pool without reflink,
 // Aborted when the filesystem is already frozen (by a concurrent snapshot
 // or an administrator's fsfreeze: we cannot know when they will thaw it, so
 // the snapshot is retried rather than taken unprotected or thawed under
@@ -51,6 +57,10 @@ func (d *Driver) freezeStaged(ctx context.Context, lvolID string) (thaw func(), 
 	}
 	if mp == "" {
 		return noop, nil
+	}
+	if !d.pool.Reflink() {
+		return noop, status.Errorf(codes.FailedPrecondition, "volume %s is in use (mounted at %s) and its pool lacks reflink: a consistent snapshot would freeze the application's filesystem for the whole copy of the volume. "+
+			"Snapshot it while it is not staged (stop its pods), or put the pool on XFS with reflink=1 (or btrfs), where a snapshot freezes it only for an O(1) reflink", lvolID, mp)
 	}
 	return freezeFS(mp)
 }

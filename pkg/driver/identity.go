@@ -7,11 +7,17 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/chainvol/chainvol/pkg/version"
 )
 
-// GetPluginInfo returns the driver name and version (CSI spec "GetPluginInfo").
+// GetPluginInfo returns the driver name and, as vendor_version, the build's
+// version (pkg/version: the link-time git describe tag) (CSI spec
+// "GetPluginInfo"). The commit and Go version go into the manifest map.
 func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: d.opts.DriverName, VendorVersion: Version}, nil
+	v := version.Get()
+	return &csi.GetPluginInfoResponse{Name: d.opts.DriverName, VendorVersion: v.Version,
+		Manifest: map[string]string{"commit": v.Commit, "goVersion": v.GoVersion}}, nil
 }
 
 // GetPluginCapabilities advertises the controller service and topology
@@ -22,6 +28,7 @@ func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 	}
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
 		svc(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+		svc(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE), // group_snapshot.go
 		svc(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
 		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
 			Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},

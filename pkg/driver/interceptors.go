@@ -15,10 +15,18 @@ import (
 
 var requestSeq atomic.Uint64
 
-// logInterceptor logs every call with a request id, its sanitized request
-// (protosanitizer strips csi_secret fields) and its code and duration, turns
-// stray non-status errors into Internal, and counts calls in the metrics.
+// logInterceptor counts every call in the gRPC metrics (outermost, so they
+// see the final code) and logs it (logCall).
 func (d *Driver) logInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return d.metrics.grpc.UnaryServerInterceptor()(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+		return logCall(ctx, req, info, handler)
+	})
+}
+
+// logCall logs a call with a request id, its sanitized request
+// (protosanitizer strips csi_secret fields) and its code and duration, and
+// turns stray non-status errors into Internal.
+func logCall(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := requestSeq.Add(1)
 	start := time.Now()
 	klog.V(4).InfoS("call", "id", id, "method", info.FullMethod, "request", protosanitizer.StripSecrets(req))
@@ -28,10 +36,8 @@ func (d *Driver) logInterceptor(ctx context.Context, req any, info *grpc.UnarySe
 			err = status.Error(codes.Internal, err.Error())
 		}
 	}
-	code := status.Code(err)
-	d.metrics.observeCall(info.FullMethod, code, time.Since(start))
 	if err != nil {
-		klog.ErrorS(err, "call failed", "id", id, "method", info.FullMethod, "code", code, "duration", time.Since(start))
+		klog.ErrorS(err, "call failed", "id", id, "method", info.FullMethod, "code", status.Code(err), "duration", time.Since(start))
 	} else {
 		klog.V(4).InfoS("call done", "id", id, "method", info.FullMethod, "duration", time.Since(start), "response", protosanitizer.StripSecrets(resp))
 	}

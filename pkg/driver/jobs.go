@@ -25,6 +25,19 @@ type job struct {
 	total  atomic.Int64
 	// lastLog is the UnixNano time of the last progress log line.
 	lastLog atomic.Int64
+	// waiting is why the job is paused until its backup target answers
+	// again, nil while it runs (setWaiting).
+	waiting atomic.Pointer[string]
+	// gate, when not nil, holds the job back until open is called.
+	gate     chan struct{}
+	openOnce sync.Once
+}
+
+// open lets a job made by startGated run; later calls do nothing.
+func (j *job) open() {
+	if j.gate != nil {
+		j.openOnce.Do(func() { close(j.gate) })
+	}
 }
 
 // progressLogEvery is how often a running job logs its progress.
@@ -33,6 +46,7 @@ const progressLogEvery = 10 * time.Second
 // progress records an engine progress report and logs it now and then, so
 // a long restore or upload is visible in the node plugin's log.
 func (j *job) progress(p s3chain.Progress) {
+	j.waiting.Store(nil) // progress: the target answers again
 	j.bytes.Store(p.DoneBytes)
 	j.total.Store(p.TotalBytes)
 	now := time.Now().UnixNano()
@@ -52,8 +66,9 @@ func (j *job) finished() (bool, error) {
 	}
 }
 
-// message says how far the job is: bytes, percent and rate, for the
-// Aborted answers that the external-provisioner shows as PVC events.
+// message says how far the job is: bytes, percent and rate, and what it
+// waits for when paused, for the Aborted answers that the
+// external-provisioner shows as PVC events.
 func (j *job) message() string {
 	done, total := j.bytes.Load(), j.total.Load()
 	secs := time.Since(j.start).Seconds()
@@ -64,8 +79,23 @@ func (j *job) message() string {
 	if secs > 0 {
 		rate = float64(done) / secs
 	}
-	return fmt.Sprintf("%s in progress: %s of %s (%.0f%%), %s/s, running %s",
-		j.what, mib(done), mib(total), pct, mib(int64(rate)), time.Since(j.start).Round(time.Second))
+	state := "in progress"
+	if w := j.waiting.Load(); w != nil {
+		state = "in progress, " + *w
+	}
+	if total == 0 {
+		return fmt.Sprintf("%s %s: reading the backup's manifests, running %s", j.what, state, time.Since(j.start).Round(time.Second))
+	}
+	return fmt.Sprintf("%s %s: %s of %s (%.0f%%), %s/s, running %s",
+		j.what, state, mib(done), mib(total), pct, mib(int64(rate)), time.Since(j.start).Round(time.Second))
+}
+
+// setWaiting marks the job paused for its backup target: its message says
+// "waiting for target: CAUSE" and when it tries again, until the next
+// progress report.
+func (j *job) setWaiting(cause error, retryIn time.Duration) {
+	w := fmt.Sprintf("waiting for target: %v (next try in %s)", cause, retryIn.Round(100*time.Millisecond))
+	j.waiting.Store(&w)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -81,17 +111,38 @@ func newJobSet() *jobSet { return &jobSet{m: map[string]*job{}} }
 // start runs fn in the background under key unless a job with that key
 // exists, and returns the job that runs.
 func (s *jobSet) start(key, what string, fn func(context.Context, *job) error) *job {
+	return s.startJob(key, what, nil, fn)
+}
+
+// startGated is start for a job that runs fn only once open is called:
+// wait opens it when it blocks, and a call that answers without waiting
+// opens it after answering, so that its answer does not share the CPU
+// with the job's first burst. The caller must see that open is called on
+// every path (a deferred open), or the job never runs.
+func (s *jobSet) startGated(key, what string, fn func(context.Context, *job) error) *job {
+	return s.startJob(key, what, make(chan struct{}), fn)
+}
+
+func (s *jobSet) startJob(key, what string, gate chan struct{}, fn func(context.Context, *job) error) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.m[key]; ok {
 		return j
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	j := &job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now(), gate: gate}
 	j.lastLog.Store(j.start.UnixNano())
 	s.m[key] = j
 	go func() {
-		j.err = fn(ctx, j)
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+		}
+		if j.err = ctx.Err(); j.err == nil {
+			j.err = fn(ctx, j)
+		}
 		cancel()
 		close(j.done)
 	}()
@@ -138,13 +189,17 @@ func (s *jobSet) stopAll() {
 }
 
 // wait waits for j to finish or for ctx's deadline less a margin, so that
-// the answer reaches the CO before its own timeout. It reports whether j ended.
+// the answer reaches the CO before its own timeout. It reports whether j
+// ended. A gated job is opened when wait blocks.
 func wait(ctx context.Context, j *job) bool {
 	wctx := ctx
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Second))
 		defer cancel()
+	}
+	if wctx.Err() == nil {
+		j.open()
 	}
 	select {
 	case <-j.done:

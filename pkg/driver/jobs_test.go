@@ -47,3 +47,52 @@ func TestJobSet(t *testing.T) {
 		t.Fatalf("after stopAll: %v %v %v", done, err, s.get("k"))
 	}
 }
+
+// TestJobWaiting: a job paused for its target says "waiting for target:
+// CAUSE" in its message until its next progress report; before any
+// report it says it reads the manifests.
+func TestJobWaiting(t *testing.T) {
+	j := &job{what: "restore of x", start: time.Now()}
+	if msg := j.message(); !strings.Contains(msg, "reading the backup's manifests") {
+		t.Errorf("message before any progress: %q", msg)
+	}
+	j.progress(s3chain.Progress{DoneBytes: 1 << 20, TotalBytes: 4 << 20})
+	j.setWaiting(errors.New("dial tcp: connection refused"), 2*time.Second)
+	if msg := j.message(); !strings.Contains(msg, "waiting for target: dial tcp: connection refused (next try in 2s)") ||
+		!strings.Contains(msg, "1.0 MiB of 4.0 MiB") {
+		t.Errorf("message while waiting: %q", msg)
+	}
+	j.progress(s3chain.Progress{DoneBytes: 2 << 20, TotalBytes: 4 << 20})
+	if msg := j.message(); strings.Contains(msg, "waiting") {
+		t.Errorf("message after progress resumed: %q", msg)
+	}
+}
+
+// TestJobGated: a gated job does not run while its starter answers
+// without waiting (a deadline within wait's margin); it runs once wait
+// blocks, or once open is called; stopping it before is Canceled.
+func TestJobGated(t *testing.T) {
+	s := newJobSet()
+	ran := make(chan struct{}, 1)
+	j := s.startGated("k", "restore of x", func(context.Context, *job) error { ran <- struct{}{}; return nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // within the 1 s margin
+	defer cancel()
+	if wait(ctx, j) {
+		t.Fatal("wait with an expired margin reported the job ended")
+	}
+	select {
+	case <-ran:
+		t.Fatal("the gated job ran before anyone waited for it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if !wait(context.Background(), j) {
+		t.Fatal("wait without deadline returned before the job ended")
+	}
+	<-ran
+
+	g := s.startGated("g", "restore of y", func(context.Context, *job) error { return errors.New("ran") })
+	s.stop("g")
+	if done, err := g.finished(); !done || !errors.Is(err, context.Canceled) {
+		t.Errorf("gated job stopped before it opened: done %v, err %v", done, err)
+	}
+}

@@ -41,7 +41,20 @@ const (
 	labelBackupState = "backupState"
 	// labelBackupError is the cause of a failed upload.
 	labelBackupError = "backupError"
+	// labelBackupCode is the gRPC code name of that cause (chainCode).
+	labelBackupCode = "backupCode"
+	// labelBackupDoneAt is when the upload finished (doneAtFormat): the
+	// last one done of a chain is its latest backup and next base.
+	labelBackupDoneAt = "backupDoneAt"
+	// labelBackupUnreported is "true" until a CreateSnapshot answered
+	// ready for the backup; until then the snapshot is kept, as the record
+	// of its name's id (absent on snapshots of older drivers: reported).
+	labelBackupUnreported = "backupUnreported"
 )
+
+// doneAtFormat is labelBackupDoneAt's format: fixed width, so that its
+// values sort as strings in time order.
+const doneAtFormat = "20060102T150405.000000000Z"
 
 const (
 	backupUploading = "uploading"

@@ -1,60 +1,166 @@
 package driver
 
 import (
+	"context"
 	"net/http"
+	"sync"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/version"
 )
 
 // metrics are the driver's Prometheus metrics, in a private registry so that
-// two drivers in one process (tests) never collide.
+// two drivers in one process (tests) never collide. Names follow the
+// Prometheus naming guide (base units, _total for counters, no label whose
+// values cannot be summed); docs/metrics.md lists them with alert examples.
 type metrics struct {
 	registry *prometheus.Registry
-	calls    *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	restore  *prometheus.GaugeVec
+	// grpc: grpc_server_started_total, grpc_server_handled_total,
+	// grpc_server_handling_seconds (go-grpc-middleware's provider, the names
+	// the common gRPC dashboards use).
+	grpc *grpcprom.ServerMetrics
+
+	restoreProgressB *prometheus.GaugeVec // progress of running restores
+	restoreSize      *prometheus.GaugeVec
+	restores         *prometheus.CounterVec
+	restoreBytes     prometheus.Counter
+	restoreDuration  *prometheus.HistogramVec
+
+	backups           *prometheus.CounterVec
+	backupBytes       *prometheus.CounterVec
+	backupDuration    *prometheus.HistogramVec
+	backupInFlight    prometheus.Gauge
+	backupLastSuccess *prometheus.GaugeVec
+	backupLastFailure *prometheus.GaugeVec
+	poolOnce          sync.Once
 }
+
+// jobBuckets are durations in seconds of backups and restores: 1 s to ~4.5 h.
+var jobBuckets = prometheus.ExponentialBuckets(1, 2.5, 10)
 
 func newMetrics() *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chainvol_csi_calls_total", Help: "CSI calls by method and gRPC code.",
-		}, []string{"method", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "chainvol_csi_call_duration_seconds", Help: "CSI call duration in seconds.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}, []string{"method"}),
-		restore: prometheus.NewGaugeVec(restoreGaugeOpts, []string{"volume", "kind"}),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets(prometheus.ExponentialBuckets(0.001, 4, 10)))),
+		restoreProgressB: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_restore_progress_bytes",
+			Help: "Bytes written so far by each running restore, by volume id."}, []string{"volume"}),
+		restoreSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_restore_size_bytes",
+			Help: "Size in bytes of the backup each running restore replays, by volume id."}, []string{"volume"}),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_restores_total",
+			Help: "Finished restores by result (success or failure)."}, []string{"result"}),
+		restoreBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "chainvol_restore_written_bytes_total",
+			Help: "Bytes written into volumes by restores, successful or not."}),
+		restoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chainvol_restore_duration_seconds",
+			Help: "Wall time of finished restores in seconds, by result.", Buckets: jobBuckets}, []string{"result"}),
+		backups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_backups_total",
+			Help: "Finished backup uploads by result (success or failure)."}, []string{"result"}),
+		backupBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_backup_uploaded_bytes_total",
+			Help: "Raw bytes of blocks uploaded by successful backups, by target."}, []string{"target"}),
+		backupDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chainvol_backup_duration_seconds",
+			Help: "Wall time of finished backup uploads in seconds, by result.", Buckets: jobBuckets}, []string{"result"}),
+		backupInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chainvol_backups_in_flight",
+			Help: "Backup uploads running now."}),
+		backupLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_backup_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful backup of each chain, by target and chain."}, []string{"target", "chain"}),
+		backupLastFailure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_backup_last_failure_timestamp_seconds",
+			Help: "Unix time of the last failed backup of each chain, by target and chain."}, []string{"target", "chain"}),
 	}
-	m.registry.MustRegister(m.calls, m.latency, m.restore)
+	v := version.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "chainvol_build_info",
+		Help:        "Always 1; the labels name the running build (pkg/version).",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.GoVersion}})
+	buildInfo.Set(1)
+	m.registry.MustRegister(m.grpc, buildInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.restoreProgressB, m.restoreSize, m.restores, m.restoreBytes, m.restoreDuration,
+		m.backups, m.backupBytes, m.backupDuration, m.backupInFlight, m.backupLastSuccess, m.backupLastFailure)
+	for _, r := range []string{"success", "failure"} { // present from the start, so rate() and alerts see 0
+		m.restores.WithLabelValues(r)
+		m.backups.WithLabelValues(r)
+	}
 	return m
 }
 
-func (m *metrics) observeCall(method string, code codes.Code, d time.Duration) {
-	m.calls.WithLabelValues(method, code.String()).Inc()
-	m.latency.WithLabelValues(method).Observe(d.Seconds())
-}
-
 // MetricsHandler returns the HTTP handler serving the driver's metrics in
-// the Prometheus text format.
+// the Prometheus text format. The pool's size and free bytes are read at
+// each scrape.
 func (d *Driver) MetricsHandler() http.Handler {
+	d.metrics.poolOnce.Do(func() { d.metrics.registry.MustRegister(poolCollector{d.pool}) })
 	return promhttp.HandlerFor(d.metrics.registry, promhttp.HandlerOpts{})
 }
 
-// restoreGauge reports running restores' progress in bytes, by volume.
-var restoreGaugeOpts = prometheus.GaugeOpts{Name: "chainvol_restore_bytes",
-	Help: "Bytes of running restores by volume: done and total."}
-
+// restoreProgress publishes a running restore's bytes done and total.
 func (m *metrics) restoreProgress(volume string, j *job) {
-	m.restore.WithLabelValues(volume, "done").Set(float64(j.bytes.Load()))
-	m.restore.WithLabelValues(volume, "total").Set(float64(j.total.Load()))
+	m.restoreProgressB.WithLabelValues(volume).Set(float64(j.bytes.Load()))
+	m.restoreSize.WithLabelValues(volume).Set(float64(j.total.Load()))
 }
 
-func (m *metrics) restoreDone(volume string) {
-	m.restore.DeleteLabelValues(volume, "done")
-	m.restore.DeleteLabelValues(volume, "total")
+// restoreDone counts a finished restore (err nil: success) with its bytes
+// and duration, and drops its progress gauges.
+func (m *metrics) restoreDone(volume string, j *job, err error) {
+	m.restoreProgressB.DeleteLabelValues(volume)
+	m.restoreSize.DeleteLabelValues(volume)
+	r := result(err)
+	m.restores.WithLabelValues(r).Inc()
+	m.restoreBytes.Add(float64(j.bytes.Load()))
+	m.restoreDuration.WithLabelValues(r).Observe(time.Since(j.start).Seconds())
+}
+
+// backupStarted counts a backup upload in flight; call the returned
+// function with its outcome when it ends.
+func (m *metrics) backupStarted(target, chain string) func(s3chain.BackupStats, error) {
+	m.backupInFlight.Inc()
+	start := time.Now()
+	return func(st s3chain.BackupStats, err error) {
+		m.backupInFlight.Dec()
+		r := result(err)
+		m.backups.WithLabelValues(r).Inc()
+		m.backupDuration.WithLabelValues(r).Observe(time.Since(start).Seconds())
+		now := float64(time.Now().UnixNano()) / 1e9
+		if err != nil {
+			m.backupLastFailure.WithLabelValues(target, chain).Set(now)
+			return
+		}
+		m.backupBytes.WithLabelValues(target).Add(float64(st.UploadedBytes))
+		m.backupLastSuccess.WithLabelValues(target, chain).Set(now)
+	}
+}
+
+func result(err error) string {
+	if err != nil {
+		return "failure"
+	}
+	return "success"
+}
+
+// poolCollector reports the pool's capacity at scrape time.
+type poolCollector struct{ pool backend.Pool }
+
+var (
+	poolSizeDesc = prometheus.NewDesc("chainvol_pool_size_bytes", "Size of the lvol pool's filesystem in bytes.", nil, nil)
+	poolFreeDesc = prometheus.NewDesc("chainvol_pool_free_bytes", "Bytes available for new volumes in the lvol pool.", nil, nil)
+)
+
+func (poolCollector) Describe(ch chan<- *prometheus.Desc) { ch <- poolSizeDesc; ch <- poolFreeDesc }
+
+// Collect reads the capacity with a short deadline; an error reports the
+// metrics as invalid, which fails the scrape visibly instead of lying.
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cp, err := c.pool.Capacity(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(poolSizeDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(poolSizeDesc, prometheus.GaugeValue, float64(cp.TotalBytes))
+	ch <- prometheus.MustNewConstMetric(poolFreeDesc, prometheus.GaugeValue, float64(cp.AvailableBytes))
 }

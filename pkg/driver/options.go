@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // DefaultDriverName is the CSI driver name served when -driver-name is not given.
@@ -40,6 +41,18 @@ type Options struct {
 	// plugin watcher (see Registrar) instead of relying on the
 	// node-driver-registrar sidecar.
 	KubeletRegistrationPath string
+	// PoolReserveBytes is free space in bytes that restores leave in the
+	// pool (admission and the guard of running restores, capacity.go);
+	// 0 means min(5% of the pool's filesystem, 1 GiB).
+	PoolReserveBytes int64
+	// GCDelay is how long after the last backup deletion of a chain the
+	// driver collects the chain's unreferenced blocks (gc_background.go);
+	// 0 disables it. GCMinAge is that gc's grace for young blocks.
+	GCDelay, GCMinAge time.Duration
+	// NoLocalBase makes every restore fetch every block from the target,
+	// never starting from a local snapshot of the chain (restore_base.go):
+	// to check a target end to end, and for tests of target faults.
+	NoLocalBase bool
 }
 
 // stringList is a repeatable string flag.
@@ -55,10 +68,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PoolDir, "pool-dir", "/var/lib/chainvol/pool", "directory of the lvol pool (XFS with reflink or btrfs for O(1) snapshots)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/chainvol", "directory for driver state and the embedded default backup target")
 	fs.StringVar(&o.DriverName, "driver-name", DefaultDriverName, "CSI driver name")
-	fs.Var((*stringList)(&o.BackupTargets), "backup-target", "backup target as NAME=URL (file:///abs/path or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R&insecure=true); repeatable, the first is the default")
+	fs.Var((*stringList)(&o.BackupTargets), "backup-target", "backup target as NAME=URL (file:///abs/path or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R&insecure=true, optional ca=/abs/ca.pem, style=path|virtual|auto, imds=true); repeatable, the first is the default")
 	fs.StringVar(&o.BackupCredentialsFile, "backup-credentials-file", "", "key=value file with accessKeyID, secretAccessKey, sessionToken, encryptionKey for driver-configured targets")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9090", "address for Prometheus /metrics; empty disables")
 	fs.Int64Var(&o.MaxVolumesPerNode, "max-volumes-per-node", 0, "maximum volumes on this node reported to the scheduler; 0 = unlimited")
+	fs.Int64Var(&o.PoolReserveBytes, "pool-reserve-bytes", 0, "free bytes that restores leave in the pool: a restore that would go below is refused (ResourceExhausted) or stopped; 0 = min(5% of the pool, 1 GiB)")
+	fs.DurationVar(&o.GCDelay, "gc-delay", DefaultGCDelay, "after deleting a backup, collect its chain's unreferenced blocks this much later (deletions within the delay coalesce); 0 disables")
+	fs.DurationVar(&o.GCMinAge, "gc-min-age", DefaultGCMinAge, "the background gc keeps unreferenced blocks younger than this (a margin for format-version-1 writers; running backups are protected by chain locks)")
+	fs.BoolVar(&o.NoLocalBase, "no-local-base", false, "restores fetch every block from the backup target, never starting from a local snapshot of the chain")
 	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket's path on the host; when set, register with the kubelet through "+DefaultRegistrationDir+" (no node-driver-registrar needed)")
 }
 
@@ -80,6 +97,12 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeletRegistrationPath != "" && !filepath.IsAbs(o.KubeletRegistrationPath) {
 		return fmt.Errorf("-kubelet-registration-path %q must be absolute", o.KubeletRegistrationPath)
+	}
+	if o.PoolReserveBytes < 0 {
+		return fmt.Errorf("-pool-reserve-bytes must be >= 0")
+	}
+	if o.GCDelay < 0 || o.GCMinAge < 0 {
+		return fmt.Errorf("-gc-delay and -gc-min-age must be >= 0")
 	}
 	if o.MaxVolumesPerNode < 0 {
 		return fmt.Errorf("-max-volumes-per-node must be >= 0")

@@ -15,7 +15,8 @@ import (
 // Parameter keys of CreateVolume (StorageClass parameters).
 const (
 	// ParamFromBackup asks for a volume restored from an archived backup:
-	// "[TARGET:]CHAIN@BACKUP", BACKUP may be "latest"; ${pvc.namespace} and
+	// "[TARGET:]CHAIN@BACKUP", BACKUP an id, "latest", "before:RFC3339"
+	// (newest at or before) or "group:ID"; ${pvc.namespace} and
 	// ${pvc.name} are filled from the external-provisioner's metadata.
 	ParamFromBackup = "fromBackup"
 	// ParamBackupTarget names the backup target when fromBackup does not.
@@ -95,10 +96,11 @@ const (
 type snapshotParams struct {
 	Backup       bool
 	BackupTarget string
+	BlockSize    int64 // bytes; 0: the chain's (ParamBlockSize)
 }
 
 // validSnapshotParams are the keys a VolumeSnapshotClass may set.
-var validSnapshotParams = []string{ParamBackup, ParamBackupTarget}
+var validSnapshotParams = []string{ParamBackup, ParamBackupTarget, ParamBlockSize}
 
 // parseSnapshotParams validates CreateSnapshot parameters; unknown keys and
 // a backup value other than "true"/"false" are InvalidArgument.
@@ -114,6 +116,11 @@ func parseSnapshotParams(params map[string]string) (snapshotParams, error) {
 			p.Backup = v == "true"
 		case k == ParamBackupTarget:
 			p.BackupTarget = v
+		case k == ParamBlockSize:
+			var err error
+			if p.BlockSize, err = parseBlockSize(v); err != nil {
+				return p, err
+			}
 		default:
 			return p, status.Errorf(codes.InvalidArgument, "unknown snapshot parameter %q; valid parameters are %s (and %s* keys)",
 				k, strings.Join(validSnapshotParams, ", "), reservedPrefix)
@@ -121,6 +128,9 @@ func parseSnapshotParams(params map[string]string) (snapshotParams, error) {
 	}
 	if p.BackupTarget != "" && !p.Backup {
 		return p, status.Errorf(codes.InvalidArgument, "parameter %s needs %s: \"true\"", ParamBackupTarget, ParamBackup)
+	}
+	if p.BlockSize != 0 && !p.Backup {
+		return p, status.Errorf(codes.InvalidArgument, "parameter %s needs %s: \"true\"", ParamBlockSize, ParamBackup)
 	}
 	return p, nil
 }

@@ -54,7 +54,7 @@ func restoreRef(vr volumeRequest) (target.Ref, error) {
 }
 
 // openBackup opens the target of ref with the request's secrets and loads
-// the manifest it names ("latest" resolved). The returned ref is concrete.
+// the manifest it names (a selector resolved). The returned ref is concrete.
 func (d *Driver) openBackup(ctx context.Context, ref target.Ref, secrets map[string]string) (*s3chain.Repo, *s3chain.Manifest, target.Ref, error) {
 	t, err := d.targets.Lookup(ref.Target)
 	if err != nil {
@@ -68,7 +68,7 @@ func (d *Driver) openBackup(ctx context.Context, ref target.Ref, secrets map[str
 	if ref, err = resolveChain(ctx, repo, ref); err != nil {
 		return nil, nil, ref, chainError("backup "+ref.String(), err)
 	}
-	m, err := repo.Manifest(ctx, ref.Chain, ref.Backup)
+	m, err := target.Select(ctx, repo, ref) // an id, latest, before:T or group:ID
 	if err != nil {
 		return nil, nil, ref, chainError("backup "+ref.String(), err)
 	}

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -10,25 +11,35 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 )
 
-// ListSnapshots lists local snapshots and the backups this driver made,
-// filtered by snapshot id or source volume, paginated by id
-// (CSI spec "ListSnapshots").
+// ListSnapshots lists local snapshots and the backups of every target
+// (backupSnapshots), filtered by snapshot id or source volume, paginated by
+// id (CSI spec "ListSnapshots"). A snapshot id is looked up directly, in
+// its target with the request's secrets: one that names nothing is an
+// empty list, one whose target or chain cannot be read is that error
+// (PermissionDenied, Unavailable).
 func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
-	all, err := d.allSnapshots(ctx)
-	if err != nil {
-		return nil, err
+	var all []*csi.Snapshot
+	if id := req.GetSnapshotId(); id != "" {
+		s, err := d.findSnapshot(ctx, id, req.GetSecrets())
+		if err != nil && !errors.Is(err, errNoSnapshot) {
+			return nil, err
+		}
+		if s != nil {
+			all = append(all, s)
+		}
+	} else {
+		var err error
+		if all, err = d.allSnapshots(ctx, req.GetSecrets()); err != nil {
+			return nil, err
+		}
 	}
 	var ids []string
 	byID := map[string]*csi.Snapshot{}
 	for _, s := range all {
-		if req.GetSnapshotId() != "" && s.SnapshotId != req.GetSnapshotId() {
-			continue
+		if req.GetSourceVolumeId() == "" || s.SourceVolumeId == req.GetSourceVolumeId() {
+			ids = append(ids, s.SnapshotId)
+			byID[s.SnapshotId] = s
 		}
-		if req.GetSourceVolumeId() != "" && s.SourceVolumeId != req.GetSourceVolumeId() {
-			continue
-		}
-		ids = append(ids, s.SnapshotId)
-		byID[s.SnapshotId] = s
 	}
 	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
 	if err != nil {
@@ -41,27 +52,42 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	return resp, nil
 }
 
-// GetSnapshot describes one snapshot (CSI spec "GetSnapshot"); unknown ids
-// are NotFound.
+// GetSnapshot describes one snapshot (CSI spec "GetSnapshot"): a backup is
+// read from its target with the request's secrets, whichever node or
+// cluster made it. Unknown ids are NotFound; a target or chain that cannot
+// be read is PermissionDenied, Unavailable, ... (chainCode).
 func (d *Driver) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
 	if req.GetSnapshotId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
-	all, err := d.allSnapshots(ctx)
-	if err != nil {
+	s, err := d.findSnapshot(ctx, req.GetSnapshotId(), req.GetSecrets())
+	if errors.Is(err, errNoSnapshot) {
+		return nil, status.Errorf(codes.NotFound, "snapshot %q not found", req.GetSnapshotId())
+	} else if err != nil {
 		return nil, err
 	}
-	for _, s := range all {
-		if s.SnapshotId == req.GetSnapshotId() {
-			return &csi.GetSnapshotResponse{Snapshot: s}, nil
-		}
+	return &csi.GetSnapshotResponse{Snapshot: s}, nil
+}
+
+// findSnapshot looks up one visible snapshot by id: a local snapshot lvol
+// (not a backup's hidden base) or a backup (lookupBackup). Errors:
+// errNoSnapshot, or a status.
+func (d *Driver) findSnapshot(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+	if isBackupID(id) {
+		return d.lookupBackup(ctx, id, secrets)
 	}
-	return nil, status.Errorf(codes.NotFound, "snapshot %q not found", req.GetSnapshotId())
+	lv, err := d.pool.Get(ctx, id)
+	if errors.Is(err, backend.ErrNotFound) || (err == nil && (lv.Kind != backend.KindSnapshot || lv.Labels[labelHidden] != "")) {
+		return nil, errNoSnapshot
+	} else if err != nil {
+		return nil, poolError("look up snapshot", err)
+	}
+	return csiSnapshot(lv, true), nil
 }
 
 // allSnapshots returns every visible snapshot sorted by id: local reflink
-// snapshots and the backups this driver made.
-func (d *Driver) allSnapshots(ctx context.Context) ([]*csi.Snapshot, error) {
+// snapshots and the backups of every target (backupSnapshots).
+func (d *Driver) allSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
 	lvs, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
 		return nil, poolError("list snapshots", err)
@@ -72,7 +98,7 @@ func (d *Driver) allSnapshots(ctx context.Context) ([]*csi.Snapshot, error) {
 			out = append(out, csiSnapshot(lv, true))
 		}
 	}
-	backups, err := d.backupSnapshots(ctx)
+	backups, err := d.backupSnapshots(ctx, secrets)
 	if err != nil {
 		return nil, err
 	}

@@ -2,23 +2,29 @@ package s3chain
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // Backup stores the snapshot o.Source as a new backup of o.Chain and
 // returns its manifest and counters. With o.Parent it is incremental: only
-// blocks that differ from the parent's volume image are listed, found by
-// comparing FIEMAP extents with o.Base when given (reading only changed
-// blocks), else by comparing every data block's digest. Holes and all-zero
-// blocks are never uploaded; blocks already stored in the chain are not
-// uploaded again. The manifest is written last, so a failed backup leaves
-// only unreferenced blocks (removed by GC). Errors: ErrInvalidChain,
-// ErrInvalidOptions (parent not the latest, size, block size),
-// ErrBackupNotFound (parent), ErrBackupExists, ErrWrongKey, ErrChainBroken
-// (the parent's chain), store and I/O errors.
+// blocks that differ from the parent's volume image are read and uploaded,
+// found by comparing FIEMAP extents with o.Base when given, else by
+// comparing every data block's digest; a parent deleted meanwhile only
+// makes it compare against nothing. Holes and all-zero blocks are never
+// uploaded; blocks already stored in the chain are not uploaded again. The
+// backup holds a writer lease on the chain throughout (so gc keeps every
+// block it may reuse) and creates its self-contained manifest last, with
+// PutIfAbsent, only while the lease holds (FORMAT.md §7). Errors:
+// ErrInvalidChain, ErrInvalidOptions (size, block size), ErrBackupExists,
+// ErrWrongKey, ErrChainBusy and ErrLeaseLost (retryable), store and I/O
+// errors.
 func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupStats, error) {
 	start := time.Now()
 	j, err := r.newBackupJob(ctx, &o)
@@ -26,31 +32,87 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 		return nil, BackupStats{}, err
 	}
 	defer j.close()
-	// The marker precedes reading the manifests, whose blocks this backup
-	// may reuse: GC lists blocks, then markers, then manifests (FORMAT.md §7).
-	marker, err := r.putPending(ctx, j.cfg)
+	l, lctx, err := r.holdConfigured(ctx, j)
 	if err != nil {
 		return nil, BackupStats{}, err
 	}
-	// The marker goes even when ctx was cancelled: GC would otherwise skip
-	// this chain until the marker expires.
-	defer r.store.Delete(context.WithoutCancel(ctx), marker)
-	if err := j.load(ctx); err != nil {
+	defer l.release(ctx)
+	j.lease = l
+	m, err := j.do(lctx, start)
+	if cause := context.Cause(lctx); err != nil && errLeaseGone(cause) && ctx.Err() == nil {
+		err = cause
+	}
+	if err != nil {
 		return nil, BackupStats{}, err
+	}
+	if err := r.commitBackup(lctx, j, l, m); err != nil {
+		return nil, BackupStats{}, err
+	}
+	return m, j.stats(m, time.Since(start)), nil
+}
+
+// newChainBlockSize is the block size a backup asks for: the requested
+// one, else for a volume of size bytes the default, doubled until the volume
+// fits in MaxBlocks blocks (so a 4 TiB volume gets 4 MiB blocks without
+// being asked). An existing chain keeps its own size whatever this says
+// (Repo.chain compares only a requested size).
+func newChainBlockSize(requested, size int64) int64 {
+	if requested != 0 {
+		return requested
+	}
+	bs := int64(DefaultBlockSize)
+	for (size+bs-1)/bs > MaxBlocks && bs < MaxBlockSize {
+		bs *= 2
+	}
+	if bs == DefaultBlockSize {
+		return 0 // the default: no conflict with any existing chain
+	}
+	return bs
+}
+
+// holdConfigured takes the writer lease and then checks that the config
+// j opened is still the chain's: gc removes an emptied chain's config, but
+// never while a writer holds the chain, so from here on the blocks this
+// backup names with the config's keys belong to a chain that exists. A
+// config removed before is opened (or created) again.
+func (r *Repo) holdConfigured(ctx context.Context, j *backupJob) (*lease, context.Context, error) {
+	for range 3 {
+		l, lctx, err := r.holdWriter(ctx, j.o.Chain)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = r.checkConfig(lctx, j.cfg)
+		if err == nil {
+			return l, lctx, nil
+		}
+		l.release(ctx)
+		if !errors.Is(err, ErrChainBusy) {
+			return nil, nil, err
+		}
+		if j.cfg, err = r.chain(ctx, j.o.Chain, true, newChainBlockSize(j.o.BlockSize, j.size)); err != nil {
+			return nil, nil, err
+		}
+		if j.bs = j.cfg.BlockSize; (j.size+j.bs-1)/j.bs > MaxBlocks {
+			return nil, nil, fmt.Errorf("%w: %d bytes is more than %d blocks of %d bytes", ErrInvalidOptions, j.size, MaxBlocks, j.bs)
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: the config of chain %q keeps changing", ErrChainBusy, j.o.Chain)
+}
+
+// do reads the chain and the source and uploads the blocks; it returns the
+// manifest to commit.
+func (j *backupJob) do(ctx context.Context, start time.Time) (*Manifest, error) {
+	if err := j.load(ctx); err != nil {
+		return nil, err
 	}
 	toRead, err := j.plan()
 	if err != nil {
-		return nil, BackupStats{}, err
+		return nil, err
 	}
 	if err := j.run(ctx, toRead); err != nil {
-		return nil, BackupStats{}, fmt.Errorf("backup %q of chain %q: %w", j.id, o.Chain, err)
+		return nil, fmt.Errorf("backup %q of chain %q: %w", j.id, j.o.Chain, err)
 	}
-	m := j.manifest(start)
-	if err := r.commitBackup(ctx, j.cfg, m); err != nil {
-		return nil, BackupStats{}, err
-	}
-	st := j.stats(m, time.Since(start))
-	return m, st, nil
+	return j.manifest(start), nil
 }
 
 // newBackupJob validates the options, opens the source and base, and opens
@@ -77,7 +139,7 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 	if err := j.openFiles(); err != nil {
 		return nil, err
 	}
-	if j.cfg, err = r.chain(ctx, o.Chain, true, o.BlockSize); err != nil {
+	if j.cfg, err = r.chain(ctx, o.Chain, true, newChainBlockSize(o.BlockSize, j.size)); err != nil {
 		return nil, err
 	}
 	j.bs = j.cfg.BlockSize
@@ -87,22 +149,31 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 	return j, nil
 }
 
-// load reads the chain's manifests: the parent's volume image, a free
-// backup id and the blocks already stored.
+// load reads what the backup builds on: the parent's volume image, whose
+// blocks are the ones it need not upload again (they stay while this
+// backup's lease holds), and checks a requested id is free. It reads no
+// other manifest: a backup's fixed cost does not grow with its chain.
 func (j *backupJob) load(ctx context.Context) error {
-	all, err := j.r.Backups(ctx, j.o.Chain)
-	if err != nil {
+	if err := j.loadParent(ctx); err != nil {
 		return err
 	}
-	if err := j.loadParent(ctx, all); err != nil {
-		return err
+	j.id = j.o.BackupID
+	if j.id == "" {
+		j.id = time.Now().UTC().Format(backupIDTime) // taken: the commit moves on to -2, -3, ...
+	} else if _, err := j.r.store.Stat(ctx, manifestKey(j.o.Chain, j.id)); err == nil {
+		return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, j.o.Chain, j.id)
 	}
-	if j.id, err = newBackupID(all, j.o.BackupID, time.Now()); err != nil {
-		return err
+	j.known = map[digest]bool{}
+	for _, d := range j.parentMap {
+		if !d.isZero() {
+			j.known[d] = true
+		}
 	}
-	j.known = knownDigests(all)
 	return nil
 }
+
+// backupIDTime is the layout of default backup ids: the UTC start time.
+const backupIDTime = "20060102T150405Z"
 
 func (j *backupJob) openFiles() error {
 	var err error
@@ -128,49 +199,58 @@ func (j *backupJob) openFiles() error {
 	return nil
 }
 
-// loadParent checks that o.Parent is the chain's latest backup and loads
-// its verified volume image, which the new backup is compared against.
-func (j *backupJob) loadParent(ctx context.Context, all []*Manifest) error {
+// loadParent loads the verified volume image of o.Parent, which the new
+// backup is compared against. Any backup of the chain may be the parent
+// (two writers on one parent make a fork, which every reader handles). A
+// parent that no longer exists only costs reading every block.
+func (j *backupJob) loadParent(ctx context.Context) error {
 	if j.o.Parent == "" {
 		return nil
 	}
-	i := slices.IndexFunc(all, func(m *Manifest) bool { return m.ID == j.o.Parent })
-	if i < 0 {
-		return fmt.Errorf("%w: parent %q of a backup of chain %q", ErrBackupNotFound, j.o.Parent, j.o.Chain)
+	_, path, blocks, err := j.r.resolve(ctx, j.o.Chain, j.o.Parent)
+	if errors.Is(err, ErrBackupNotFound) || errors.Is(err, ErrChainBroken) {
+		j.closeBase() // deleted while we looked
+		return nil
 	}
-	if latest := all[len(all)-1]; latest.ID != j.o.Parent {
-		return fmt.Errorf("%w: parent %q is not chain %q's latest backup %q", ErrInvalidOptions, j.o.Parent, j.o.Chain, latest.ID)
-	}
-	_, _, blocks, err := j.r.resolve(ctx, j.o.Chain, j.o.Parent)
 	if err != nil {
 		return err
 	}
-	j.parent, j.parentMap = all[i], blocks
+	j.parent, j.parentMap = path[0], blocks
 	return nil
 }
 
-// newBackupID returns want if free, else the UTC time like
-// 20261129T101500Z, suffixed "-2", "-3"... until unique in the chain.
-func newBackupID(all []*Manifest, want string, now time.Time) (string, error) {
-	taken := map[string]bool{}
-	for _, m := range all {
-		taken[m.ID] = true
-	}
-	if want != "" {
-		if taken[want] {
-			return "", fmt.Errorf("%w: %q", ErrBackupExists, want)
+// nextFreeID returns the next candidate after a taken default id: the
+// first "ID-N" (N >= 2) above every "ID-M" the chain lists, so a busy second
+// costs one listing, not one attempt per backup made in it.
+func (r *Repo) nextFreeID(ctx context.Context, chain, id string) (string, error) {
+	base := id
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		if n, err := strconv.Atoi(id[i+1:]); err == nil && n >= 2 {
+			base = id[:i]
 		}
-		return want, nil
 	}
-	id := now.UTC().Format("20060102T150405Z")
-	for k := 2; taken[id]; k++ {
-		id = fmt.Sprintf("%s-%d", now.UTC().Format("20060102T150405Z"), k)
+	ids, marked, err := r.backupIDs(ctx, chain)
+	if err != nil {
+		return "", err
 	}
-	return id, nil
+	next := 2
+	for _, other := range append(ids, marked...) {
+		if n, err := strconv.Atoi(strings.TrimPrefix(other, base+"-")); err == nil && strings.HasPrefix(other, base+"-") {
+			next = max(next, n+1)
+		}
+	}
+	return fmt.Sprintf("%s-%d", base, next), nil
 }
 
-// knownDigests is the set of blocks some manifest of the chain references:
-// their objects exist, so the backup need not upload them again.
+// randomHex returns 2n random lower-case hex digits.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// knownDigests is the set of blocks the manifests all reference (gc's
+// live set).
 func knownDigests(all []*Manifest) map[digest]bool {
 	known := map[digest]bool{}
 	for _, m := range all {

@@ -1,11 +1,13 @@
 package s3chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ type backupJob struct {
 	r       *Repo
 	o       *BackupOptions
 	cfg     *chainConfig
+	lease   *lease // the writer lease the backup runs under
 	id      string
 	src     *os.File
 	base    *os.File // nil: no FIEMAP comparison
@@ -41,8 +44,14 @@ func (j *backupJob) close() {
 	if j.src != nil {
 		j.src.Close()
 	}
+	j.closeBase()
+}
+
+// closeBase drops the FIEMAP base: without its parent's image it says nothing.
+func (j *backupJob) closeBase() {
 	if j.base != nil {
 		j.base.Close()
+		j.base = nil
 	}
 }
 
@@ -148,7 +157,7 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 		j.zero.Add(1)
 		return nil
 	}
-	d := blockDigest(j.cfg.key, data)
+	d := blockDigest(j.cfg.keys.names, data)
 	j.cur[i] = d
 	if d == j.prev[i] {
 		return nil
@@ -161,11 +170,14 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 		j.dedup.Add(1)
 		return nil
 	}
-	obj, err := j.r.encodeBlock(data, d, scratch)
+	obj, err := j.cfg.encodeBlock(data, d, scratch)
 	if err != nil {
 		return fmt.Errorf("block %d: %w", i, err)
 	}
-	if err := j.r.store.Put(ctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
+	// Bounded by the lease: no block lands after gc may have taken over.
+	pctx, cancel := j.lease.bound(ctx)
+	defer cancel()
+	if err := j.r.store.Put(pctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
 		return fmt.Errorf("upload block %d: %w", i, err)
 	}
 	j.uploaded.Add(l)
@@ -173,8 +185,9 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 	return nil
 }
 
-// manifest builds the new backup's manifest from prev and cur: every block
-// whose digest differs from the parent's image is listed.
+// manifest builds the new backup's self-contained manifest (version 2):
+// every non-zero block of the volume image, and counts of the blocks that
+// differ from the parent's image.
 func (j *backupJob) manifest(start time.Time) *Manifest {
 	o := j.o
 	m := &Manifest{FormatVersion: FormatVersion, Chain: o.Chain, ID: j.id, CreatedAt: start.UTC(),
@@ -188,18 +201,18 @@ func (j *backupJob) manifest(start time.Time) *Manifest {
 			m.CreatedAt = j.parent.CreatedAt.Add(time.Microsecond)
 		}
 	}
-	for i := range j.cur {
-		if j.cur[i] == j.prev[i] {
-			continue
+	for i, d := range j.cur {
+		if !d.isZero() {
+			m.Blocks = append(m.Blocks, BlockRef{Index: int64(i), Digest: d.String()})
 		}
-		if j.cur[i].isZero() {
-			m.Blocks = append(m.Blocks, BlockRef{Index: int64(i)})
+		switch {
+		case d == j.prev[i]:
+		case d.isZero():
 			m.ZeroBlocks++
-			continue
+		default:
+			m.DataBlocks++
+			m.DataBytes += j.blockLen(int64(i))
 		}
-		m.Blocks = append(m.Blocks, BlockRef{Index: int64(i), Digest: j.cur[i].String()})
-		m.DataBlocks++
-		m.DataBytes += j.blockLen(int64(i))
 	}
 	m.AllocatedBytes = allocatedBytes(j.size, j.bs, j.cur)
 	m.VolumeDigest = volumeDigest(j.size, j.bs, j.cur)
@@ -212,16 +225,87 @@ func (j *backupJob) stats(m *Manifest, d time.Duration) BackupStats {
 		ZeroBlocks: int(j.zero.Load()), DedupBlocks: int(j.dedup.Load()), Duration: d}
 }
 
-// commitBackup links m to its parent as it is now (a DeleteBackup of an
-// older backup may have rewritten the parent's manifest meanwhile without
-// changing its volume image) and writes it.
-func (r *Repo) commitBackup(ctx context.Context, cfg *chainConfig, m *Manifest) error {
-	if m.ParentID != "" {
-		p, err := r.loadManifest(ctx, cfg, m.ParentID)
-		if err != nil {
-			return fmt.Errorf("%w: parent of new backup %q: %w", ErrChainBroken, m.ID, err)
+// commitBackup creates m's manifest while the writer lease l holds: with
+// PutIfAbsent, so a backup never replaces another (a taken default id moves
+// to the next free one; a taken requested id is ErrBackupExists), and
+// checks the lease again afterwards: a lease lost around the write may have
+// let gc delete blocks m uses, so m is deleted again and ErrLeaseLost
+// returned instead of success (FORMAT.md §7).
+func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Manifest) error {
+	for {
+		if err := l.valid(); err != nil {
+			return err
 		}
-		m.ParentDigest = p.Digest()
+		if j.o.BackupID == "" && r.notAtomic.Load() && !strings.Contains(m.ID, "-r") {
+			m.ID += "-r" + randomHex(3)
+		}
+		j.cfg.sign(m)
+		cctx, cancel := l.bound(ctx)
+		err := r.createManifest(cctx, j.cfg, m)
+		cancel()
+		if errors.Is(err, ErrNotAtomic) {
+			continue // now known: retry with a random suffix
+		}
+		if errors.Is(err, ErrObjectExists) && j.o.BackupID == "" {
+			if m.ID, err = r.nextFreeID(ctx, m.Chain, m.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		if errors.Is(err, ErrObjectExists) {
+			return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, m.Chain, m.ID)
+		}
+		if err != nil {
+			r.retract(ctx, m) // the write may have landed before it failed
+			return err
+		}
+		break
 	}
-	return r.putManifest(ctx, cfg, m)
+	if err := l.held(ctx); err != nil {
+		r.retract(ctx, m)
+		return fmt.Errorf("backup %q of chain %q not committed: %w", m.ID, m.Chain, err)
+	}
+	return nil
+}
+
+// retract deletes m's manifest if the stored one is exactly m (never
+// another writer's), so a backup that is not reported ready does not stay
+// listed. Failures are left to Verify to find.
+func (r *Repo) retract(ctx context.Context, m *Manifest) {
+	ctx = context.WithoutCancel(ctx)
+	key := manifestKey(m.Chain, m.ID)
+	if got, err := r.store.GetMax(ctx, key, maxManifestBytes); err == nil && bytes.Equal(got, m.Encode()) {
+		_ = r.store.Delete(ctx, key)
+	}
+}
+
+// createManifest stores a signed manifest under a key no other writer holds.
+// On a store without atomic create it checks the key is free first and the
+// chain config is still the one it signed with; the window between check
+// and write remains, which is why default ids there carry a random suffix
+// (the first ErrNotAtomic is returned once so the caller can add it).
+func (r *Repo) createManifest(ctx context.Context, cfg *chainConfig, m *Manifest) error {
+	key := manifestKey(m.Chain, m.ID)
+	// On a store without atomic create a racing creator may have replaced
+	// the config this backup's keys came from. (A gc cannot have removed it:
+	// it was checked under the lease, which still holds.)
+	if r.notAtomic.Load() {
+		if err := r.checkConfig(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	err := r.store.PutIfAbsent(ctx, key, m.Encode())
+	if errors.Is(err, ErrNotAtomic) && r.notAtomic.CompareAndSwap(false, true) {
+		return err
+	}
+	if errors.Is(err, ErrNotAtomic) {
+		if _, serr := r.store.Stat(ctx, key); serr == nil {
+			return ErrObjectExists
+		}
+		err = r.store.Put(ctx, key, m.Encode())
+	}
+	if err != nil && !errors.Is(err, ErrObjectExists) {
+		return fmt.Errorf("write manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
+	}
+	return err
 }

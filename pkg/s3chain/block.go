@@ -67,21 +67,25 @@ var coders = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
 	return enc, dec
 })
 
+// maxBlockObject bounds a block object of the chain in bytes: the block,
+// the kind byte, and the nonce and tag of a sealed object (FORMAT.md §6).
+func (cfg *chainConfig) maxBlockObject() int64 { return cfg.BlockSize + 64 }
+
 // encodeBlock returns the object of one block (FORMAT.md §6): kind byte and
-// payload, zstd-compressed when that saves space, then sealed when the repo
+// payload, zstd-compressed when that saves space, then sealed when the chain
 // is encrypted. It decodes the result again and compares, so a codec bug
 // never reaches the store (restic verifies before upload the same way).
-func (r *Repo) encodeBlock(data []byte, d digest, scratch []byte) ([]byte, error) {
+func (cfg *chainConfig) encodeBlock(data []byte, d digest, scratch []byte) ([]byte, error) {
 	enc, _ := coders()
 	obj := enc.EncodeAll(data, append(scratch[:0], kindZstd))
 	if len(obj) >= len(data)+1 {
 		obj = append(obj[:0], kindRaw)
 		obj = append(obj, data...)
 	}
-	if r.aead != nil {
-		obj = r.seal(obj, []byte(d.String()))
+	if cfg.keys.aead != nil {
+		obj = seal(cfg.keys.aead, obj, []byte(d.String()))
 	}
-	back, err := r.decodeBlock(slices.Clone(obj), d, int64(len(data)), nil)
+	back, err := cfg.decodeBlock(slices.Clone(obj), d, int64(len(data)), nil)
 	if err != nil || !bytes.Equal(back, data) {
 		return nil, fmt.Errorf("block codec self-check failed: %v", err)
 	}
@@ -91,11 +95,12 @@ func (r *Repo) encodeBlock(data []byte, d digest, scratch []byte) ([]byte, error
 // decodeBlock opens a block object, decrypting in place, into buf (reused
 // when large enough) or, for a raw block, into obj itself, and checks its
 // length (want bytes). It does not know the digest key: the caller checks
-// the digest (checkBlock).
-func (r *Repo) decodeBlock(obj []byte, d digest, want int64, buf []byte) ([]byte, error) {
+// the digest (checkBlock). A zstd frame must declare exactly want bytes
+// before it is decoded, so a hostile object cannot make it allocate more.
+func (cfg *chainConfig) decodeBlock(obj []byte, d digest, want int64, buf []byte) ([]byte, error) {
 	var err error
-	if r.aead != nil {
-		if obj, err = r.open(obj, []byte(d.String())); err != nil {
+	if cfg.keys.aead != nil {
+		if obj, err = open(cfg.keys.aead, obj, []byte(d.String())); err != nil {
 			return nil, fmt.Errorf("cannot decrypt: %v", err)
 		}
 	}
@@ -105,8 +110,12 @@ func (r *Repo) decodeBlock(obj []byte, d digest, want int64, buf []byte) ([]byte
 	var out []byte
 	switch obj[0] {
 	case kindRaw:
-		out = obj[1:] // obj is ours (a fresh Get): no copy
+		out = obj[1:] // obj is ours (a fresh Get, or the restore worker's buffer): no copy
 	case kindZstd:
+		var h zstd.Header
+		if err := h.Decode(obj[1:]); err != nil || !h.HasFCS || h.FrameContentSize != uint64(want) {
+			return nil, fmt.Errorf("zstd frame does not declare the block's %d bytes", want)
+		}
 		_, dec := coders()
 		if out, err = dec.DecodeAll(obj[1:], buf[:0]); err != nil {
 			return nil, fmt.Errorf("cannot decompress: %v", err)
@@ -118,4 +127,17 @@ func (r *Repo) decodeBlock(obj []byte, d digest, want int64, buf []byte) ([]byte
 		return nil, fmt.Errorf("block is %d bytes, want %d", len(out), want)
 	}
 	return out, nil
+}
+
+// checkBlock decodes a block object into buf and verifies its length and
+// keyed digest.
+func (cfg *chainConfig) checkBlock(obj []byte, d digest, want int64, buf []byte) ([]byte, error) {
+	data, err := cfg.decodeBlock(obj, d, want, buf)
+	if err != nil {
+		return nil, err
+	}
+	if got := blockDigest(cfg.keys.names, data); got != d {
+		return nil, fmt.Errorf("content digest %s does not match", got)
+	}
+	return data, nil
 }

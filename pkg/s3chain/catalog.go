@@ -1,6 +1,7 @@
 package s3chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,27 +34,65 @@ func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 // CreatedAt, then id). A chain without backups gives an empty list. Errors:
 // ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Backups(ctx context.Context, chain string) ([]*Manifest, error) {
+	all, gone, err := r.allManifests(ctx, chain)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(m *Manifest) bool { return gone[m.ID] }), nil
+}
+
+// tombstones maps each id with a tombstone to whether it kills the manifest
+// stored now: a tombstone holds the digest of the manifest it deleted, so
+// one left behind never hides a later backup that reuses the id.
+func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, marked []string) (map[string]bool, error) {
+	byID := map[string]*Manifest{}
+	for _, m := range ms {
+		byID[m.ID] = m
+	}
+	gone := map[string]bool{}
+	for _, id := range marked {
+		data, err := r.store.GetMax(ctx, tombstoneKey(chain, id), 128)
+		if errors.Is(err, ErrObjectNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tombstone of backup %q in chain %q: %w", id, chain, err)
+		}
+		gone[id] = byID[id] != nil && string(data) == byID[id].Digest()
+	}
+	return gone, nil
+}
+
+// allManifests returns every manifest object of chain, oldest first,
+// including deleted version-1 manifests kept for their dependents, and the
+// tombstones found: true for one that deletes the manifest stored under its
+// id, false for one left behind.
+func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map[string]bool, error) {
 	cfg, err := r.chain(ctx, chain, false, 0)
 	if errors.Is(err, ErrBackupNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ids, err := r.backupIDs(ctx, chain)
+	ids, marked, err := r.backupIDs(ctx, chain)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ms := make([]*Manifest, 0, len(ids))
 	for _, id := range ids {
 		m, err := r.loadManifest(ctx, cfg, id)
+		if errors.Is(err, ErrBackupNotFound) {
+			continue // deleted since the listing
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ms = append(ms, m)
 	}
 	sortBackups(ms)
-	return ms, nil
+	gone, err := r.tombstones(ctx, chain, ms, marked)
+	return ms, gone, err
 }
 
 func sortBackups(ms []*Manifest) {
@@ -65,21 +104,25 @@ func sortBackups(ms []*Manifest) {
 	})
 }
 
-// backupIDs lists the ids of the chain's manifest objects.
-func (r *Repo) backupIDs(ctx context.Context, chain string) ([]string, error) {
+// backupIDs lists the ids of the chain's manifest objects, and the ids
+// with a tombstone (a deleted version-1 backup, FORMAT.md §7).
+func (r *Repo) backupIDs(ctx context.Context, chain string) ([]string, []string, error) {
 	dir := manifestDir(chain)
-	var ids []string
+	var ids, gone []string
 	err := r.store.List(ctx, dir, func(oi ObjectInfo) error {
-		id, ok := strings.CutSuffix(strings.TrimPrefix(oi.Key, dir), ".json")
-		if ok && ValidBackupID(id) == nil {
+		name := strings.TrimPrefix(oi.Key, dir)
+		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidBackupID(id) == nil {
 			ids = append(ids, id)
+		}
+		if id, ok := strings.CutSuffix(name, tombstoneSuffix); ok && ValidBackupID(id) == nil {
+			gone = append(gone, id)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list backups of chain %q: %w", chain, err)
+		return nil, nil, fmt.Errorf("list backups of chain %q: %w", chain, err)
 	}
-	return ids, nil
+	return ids, gone, nil
 }
 
 // Manifest returns the verified manifest of one backup; backupID "latest"
@@ -103,15 +146,29 @@ func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest,
 	if err != nil {
 		return nil, err
 	}
-	return r.loadManifest(ctx, cfg, backupID)
+	m, err := r.loadManifest(ctx, cfg, backupID)
+	if err != nil || cfg.FormatVersion != 1 { // only version-1 chains have tombstones
+		return m, err
+	}
+	gone, err := r.tombstones(ctx, chain, []*Manifest{m}, []string{backupID})
+	if err != nil {
+		return nil, err
+	}
+	if gone[backupID] {
+		return nil, fmt.Errorf("%w: backup %q of chain %q was deleted", ErrBackupNotFound, backupID, chain)
+	}
+	return m, nil
 }
 
 // loadManifest reads, decodes and authenticates one manifest, and checks
 // that it is stored under its own chain and id (no swapped objects).
 func (r *Repo) loadManifest(ctx context.Context, cfg *chainConfig, id string) (*Manifest, error) {
-	data, err := r.store.Get(ctx, manifestKey(cfg.Chain, id))
+	data, err := r.store.GetMax(ctx, manifestKey(cfg.Chain, id), maxManifestBytes)
 	if errors.Is(err, ErrObjectNotFound) {
 		return nil, fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, cfg.Chain, id)
+	}
+	if errors.Is(err, ErrObjectTooLarge) {
+		return nil, fmt.Errorf("%w: manifest of backup %q in chain %q: %w", ErrInvalidManifest, id, cfg.Chain, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read manifest of backup %q in chain %q: %w", id, cfg.Chain, err)
@@ -124,16 +181,28 @@ func (r *Repo) loadManifest(ctx context.Context, cfg *chainConfig, id string) (*
 		return nil, fmt.Errorf("%w: object of backup %q in chain %q holds backup %q of chain %q (block size %d)", ErrInvalidManifest, id, cfg.Chain, m.ID, m.Chain, m.BlockSize)
 	}
 	if err := cfg.checkMAC(m); err != nil {
+		if fresh := r.reloadConfig(ctx, cfg); fresh != nil {
+			return r.loadManifest(ctx, fresh, id) // the chain was re-created since cfg was cached
+		}
 		return nil, err
 	}
 	return m, nil
 }
 
-// putManifest signs m and stores it atomically (Store.Put).
-func (r *Repo) putManifest(ctx context.Context, cfg *chainConfig, m *Manifest) error {
-	cfg.sign(m)
-	if err := r.store.Put(ctx, manifestKey(m.Chain, m.ID), m.Encode()); err != nil {
-		return fmt.Errorf("write manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
+// reloadConfig returns the chain's stored config if it differs from the
+// cached cfg (the chain was emptied and created again by another writer),
+// replacing the cache; else nil.
+func (r *Repo) reloadConfig(ctx context.Context, cfg *chainConfig) *chainConfig {
+	data, err := r.store.GetMax(ctx, configKey(cfg.Chain), maxConfigBytes)
+	if err != nil || bytes.Equal(data, cfg.raw) {
+		return nil
 	}
-	return nil
+	fresh, err := r.openConfig(cfg.Chain, data)
+	if err != nil {
+		return nil
+	}
+	r.mu.Lock()
+	r.configs[cfg.Chain] = fresh
+	r.mu.Unlock()
+	return fresh
 }

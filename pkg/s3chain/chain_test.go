@@ -30,8 +30,28 @@ const chainBS = 256 << 10
 // in 256 KiB blocks; sizes, if given, resizes the volume before each backup
 // (exercising shrink and growth).
 func newTestChain(t *testing.T, n int, key []byte, sizes ...int64) *testChain {
+	return buildTestChain(t, n, key, false, sizes...)
+}
+
+// newTestChainV1 makes the same chain as version 1 wrote it: a version-1
+// config and hash-linked delta manifests.
+func newTestChainV1(t *testing.T, n int, key []byte, sizes ...int64) *testChain {
+	return buildTestChain(t, n, key, true, sizes...)
+}
+
+func buildTestChain(t *testing.T, n int, key []byte, v1 bool, sizes ...int64) *testChain {
 	c := &testChain{store: storetest.NewFaulty(storetest.NewMem()), key: key, dir: t.TempDir(), name: "team-a/db-0"}
 	c.repo = newRepo(t, c.store, key)
+	if v1 {
+		if err := s3chain.CreateV1ConfigForTest(context.Background(), c.repo, c.name, chainBS); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := s3chain.DowngradeChainForTest(context.Background(), c.repo, c.name); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	}
 	vol := newTestVolume(t, c.dir, 8<<20, chainBS, 42)
 	for k := 0; k <= n; k++ {
 		if k > 0 {

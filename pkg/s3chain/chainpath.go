@@ -13,13 +13,16 @@ import (
 // against a cycle planted in a corrupted store.
 const maxChainLen = 100000
 
-// resolvePath returns the manifests tip depends on, tip first and the full
-// backup last, after checking every hash link: each parent must exist
-// (ErrChainBroken naming the missing id) and hash to the child's
-// ParentDigest (ErrChainBroken naming both).
+// resolvePath returns the manifests tip depends on, tip first and a
+// self-contained one last: a version-2 tip alone; a version-1 tip followed
+// by its version-1 parents down to the full backup, or to a parent already
+// rewritten as version 2 (FORMAT.md §7, delete). Each version-1 parent must
+// exist (ErrChainBroken naming the missing id) and hash to the child's
+// ParentDigest (ErrChainBroken naming both); a version-2 parent stands on
+// its own MAC, and the tip's volume digest is checked by resolve.
 func (r *Repo) resolvePath(ctx context.Context, cfg *chainConfig, tip *Manifest) ([]*Manifest, error) {
 	path := []*Manifest{tip}
-	for m := tip; !m.Full(); {
+	for m := tip; !m.SelfContained(); {
 		if len(path) > maxChainLen {
 			return nil, fmt.Errorf("%w: chain %q is longer than %d backups (a cycle?)", ErrChainBroken, cfg.Chain, maxChainLen)
 		}
@@ -30,7 +33,7 @@ func (r *Repo) resolvePath(ctx context.Context, cfg *chainConfig, tip *Manifest)
 		if err != nil {
 			return nil, fmt.Errorf("%w: parent of %q: %w", ErrChainBroken, m.ID, err)
 		}
-		if got := p.Digest(); got != m.ParentDigest {
+		if got := p.Digest(); p.FormatVersion == 1 && got != m.ParentDigest {
 			return nil, fmt.Errorf("%w: hash link from backup %q to parent %q does not match (parent digest %s, recorded %s)", ErrChainBroken, m.ID, p.ID, got, m.ParentDigest)
 		}
 		path = append(path, p)
@@ -40,8 +43,8 @@ func (r *Repo) resolvePath(ctx context.Context, cfg *chainConfig, tip *Manifest)
 }
 
 // blockMap returns the digest of every block of the volume image of
-// path[0], given its path from resolvePath: the newest manifest listing a
-// block wins, and a block beyond the size of any backup between the tip and
+// path[0], given its path from resolvePath (for a self-contained tip, just
+// its own list): the newest manifest listing a block wins, and a block beyond the size of any backup between the tip and
 // the lister stays zero (a shrink truncated it). Each index is decided once
 // however long the chain.
 func blockMap(path []*Manifest) ([]digest, error) {

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// checkpointVersion is the version of the checkpoint file format.
-const checkpointVersion = 1
+// checkpointVersion is the version of the checkpoint file format. Version
+// 1 named the target by path only; such files are ignored.
+const checkpointVersion = 2
 
 // checkpointFile is the JSON of a restore checkpoint: which blocks of which
 // backup are durably written to which target. A checkpoint for anything
@@ -19,15 +20,19 @@ type checkpointFile struct {
 	Done []byte `json:"done"` // bitmap, bit i%8 of byte i/8 = block i
 }
 
-// checkpointID says which restore a checkpoint belongs to.
+// checkpointID says which restore a checkpoint belongs to. Target is the
+// path as given; TargetIdentity says which file or disk was behind it
+// (targetIdentity), so a checkpoint never applies to a recreated file or
+// another disk at the same path.
 type checkpointID struct {
-	Version      int    `json:"version"`
-	Chain        string `json:"chain"`
-	BackupID     string `json:"backupId"`
-	VolumeDigest string `json:"volumeDigest"`
-	Target       string `json:"target"`
-	SizeBytes    int64  `json:"sizeBytes"`
-	BlockSize    int64  `json:"blockSize"`
+	Version        int    `json:"version"`
+	Chain          string `json:"chain"`
+	BackupID       string `json:"backupId"`
+	VolumeDigest   string `json:"volumeDigest"`
+	Target         string `json:"target"`
+	TargetIdentity string `json:"targetIdentity"`
+	SizeBytes      int64  `json:"sizeBytes"`
+	BlockSize      int64  `json:"blockSize"`
 }
 
 // checkpointer records finished blocks. A block counts as done only after
@@ -45,24 +50,49 @@ type checkpointer struct {
 }
 
 // loadCheckpoint reads path (if any) and keeps its bitmap when it describes
-// the same restore as want; otherwise it starts empty.
-func loadCheckpoint(path string, target *os.File, want checkpointID, blocks int64) *checkpointer {
+// the same restore onto the same target as want; otherwise, and always for
+// a fresh target (one this run created), it starts empty. The bitmap is a
+// claim, not a proof: the restore reads back every block it marks done
+// before skipping it (restoreJob.verifyDone).
+func loadCheckpoint(path string, target *os.File, want checkpointID, blocks int64, fresh bool) *checkpointer {
 	c := &checkpointer{path: path, target: target, file: checkpointFile{checkpointID: want}, lastFlush: time.Now()}
 	c.file.Version = checkpointVersion
 	c.file.Done = make([]byte, (blocks+7)/8)
-	if path == "" {
+	if path == "" || fresh {
 		return c
 	}
-	var old checkpointFile
-	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &old) == nil {
-		if old.checkpointID == c.file.checkpointID && len(old.Done) == len(c.file.Done) {
-			c.file.Done = old.Done
-		}
+	if old, ok := readCheckpoint(path); ok && old.checkpointID == c.file.checkpointID && len(old.Done) == len(c.file.Done) {
+		c.file.Done = old.Done
 	}
 	return c
 }
 
+// readCheckpoint parses the checkpoint file at path.
+func readCheckpoint(path string) (checkpointFile, bool) {
+	var cf checkpointFile
+	data, err := os.ReadFile(path)
+	return cf, err == nil && json.Unmarshal(data, &cf) == nil
+}
+
+// CheckpointFits reports whether the checkpoint file at checkpoint was
+// written by a restore onto the very file or disk now at target (same
+// identity, see RestoreOptions.Checkpoint), so that running it again
+// resumes rather than overwrites something else.
+func CheckpointFits(checkpoint, target string) bool {
+	cf, ok := readCheckpoint(checkpoint)
+	return ok && cf.Version == checkpointVersion && cf.Target == target && cf.TargetIdentity != "" &&
+		cf.TargetIdentity == identityOf(target)
+}
+
 func (c *checkpointer) isDone(i int64) bool { return c.file.Done[i/8]&(1<<(i%8)) != 0 }
+
+// undo marks block i as not done: its bytes on the target are not the
+// backup's. Only called before this run writes anything.
+func (c *checkpointer) undo(i int64) {
+	c.mu.Lock()
+	c.file.Done[i/8] &^= 1 << (i % 8)
+	c.mu.Unlock()
+}
 
 // markWritten notes block i as written; it becomes done at the next flush.
 func (c *checkpointer) markWritten(i int64) {

@@ -1,6 +1,7 @@
 package s3chain
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 )
 
 // chainConfig is the chain's config object, chains/<chain>.json (FORMAT.md
-// §3): the fixed block size and the per-chain digest key that names blocks.
+// §3): the fixed block size and the chain's sealed or plain secret. Version
+// 1 stores the digest key itself; version 2 a secret from which every key
+// is derived (keys.go).
 type chainConfig struct {
 	FormatVersion int       `json:"formatVersion"`
 	Chain         string    `json:"chain"`
@@ -20,20 +23,23 @@ type chainConfig struct {
 	Digest        string    `json:"digest"`      // always digestAlgo
 	Compression   string    `json:"compression"` // always "zstd"
 	Encryption    string    `json:"encryption"`  // "none" or "aes-256-gcm"
-	// DigestKey is the 32-byte key of block digests: plain when the chain
-	// is not encrypted, else sealed (nonce || AES-GCM) with the repo key.
-	DigestKey []byte `json:"digestKey"`
+	// DigestKey (version 1: the digest key) or Secret (version 2): 32 bytes,
+	// plain when the chain is not encrypted, else sealed (nonce || AES-GCM).
+	DigestKey []byte `json:"digestKey,omitempty"`
+	Secret    []byte `json:"secret,omitempty"`
 
-	key []byte // the opened digest key
+	keys chainKeys
+	raw  []byte // the stored bytes, to notice a config replaced under us
 }
 
 const (
-	digestAlgo    = "hmac-sha256"
-	encNone       = "none"
-	encAESGCM     = "aes-256-gcm"
-	digestKeyAAD  = "chainvol digest key for chain "
-	digestKeyLen  = 32
-	maxConfigSize = 1 << 20
+	digestAlgo     = "hmac-sha256"
+	encNone        = "none"
+	encAESGCM      = "aes-256-gcm"
+	digestKeyAAD   = "chainvol digest key for chain "
+	secretAAD      = "chainvol v2 secret of chain "
+	digestKeyLen   = 32
+	maxConfigBytes = 64 << 10
 )
 
 // chain returns the opened config of chain. When create is set and the
@@ -48,16 +54,8 @@ func (r *Repo) chain(ctx context.Context, chain string, create bool, blockSize i
 	cfg := r.configs[chain]
 	r.mu.Unlock()
 	if cfg == nil {
-		data, err := r.store.Get(ctx, configKey(chain))
-		switch {
-		case errors.Is(err, ErrObjectNotFound) && create:
-			cfg, err = r.createChain(ctx, chain, blockSize)
-		case errors.Is(err, ErrObjectNotFound):
-			return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
-		case err == nil:
-			cfg, err = r.openConfig(chain, data)
-		}
-		if err != nil {
+		var err error
+		if cfg, err = r.loadConfig(ctx, chain, create, blockSize); err != nil {
 			return nil, err
 		}
 		r.mu.Lock()
@@ -70,6 +68,23 @@ func (r *Repo) chain(ctx context.Context, chain string, create bool, blockSize i
 	return cfg, nil
 }
 
+func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockSize int64) (*chainConfig, error) {
+	data, err := r.store.GetMax(ctx, configKey(chain), maxConfigBytes)
+	switch {
+	case errors.Is(err, ErrObjectNotFound) && create:
+		return r.createChain(ctx, chain, blockSize)
+	case errors.Is(err, ErrObjectNotFound):
+		return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
+	case err != nil:
+		return nil, fmt.Errorf("read config of chain %q: %w", chain, err)
+	}
+	return r.openConfig(chain, data)
+}
+
+// createChain writes a new version-2 config with PutIfAbsent, so that two
+// writers creating one chain agree on its secret: the loser reads the
+// winner's. On a store without atomic create the config is read back, and
+// every commit checks it is still the one it used (checkConfig).
 func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (*chainConfig, error) {
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
@@ -78,59 +93,120 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	cfg := &chainConfig{FormatVersion: FormatVersion, Chain: chain, BlockSize: blockSize,
-		CreatedAt: time.Now().UTC(), Digest: digestAlgo, Compression: "zstd", Encryption: encNone,
-		key: make([]byte, digestKeyLen)}
-	if _, err := rand.Read(cfg.key); err != nil {
+		CreatedAt: time.Now().UTC(), Digest: digestAlgo, Compression: "zstd", Encryption: encNone}
+	secret := make([]byte, digestKeyLen)
+	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	cfg.DigestKey = cfg.key
-	if r.aead != nil {
+	cfg.Secret = secret
+	if r.wrap != nil {
 		cfg.Encryption = encAESGCM
-		cfg.DigestKey = r.seal(cfg.key, []byte(digestKeyAAD+chain))
+		cfg.Secret = seal(r.wrap, secret, []byte(secretAAD+chain))
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.store.Put(ctx, configKey(chain), data); err != nil {
+	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
+	if errors.Is(err, ErrNotAtomic) {
+		err = r.createConfigNotAtomic(ctx, chain, data)
+	}
+	if err != nil && !errors.Is(err, ErrObjectExists) {
 		return nil, fmt.Errorf("write config of chain %q: %w", chain, err)
 	}
-	return cfg, nil
+	// Whoever won, the stored config is the chain's.
+	return r.loadConfig(ctx, chain, false, 0)
 }
 
-// openConfig decodes a config object and opens its digest key.
-func (r *Repo) openConfig(chain string, data []byte) (*chainConfig, error) {
-	if len(data) > maxConfigSize {
-		return nil, fmt.Errorf("%w: config of chain %q is %d bytes", ErrInvalidManifest, chain, len(data))
+// createConfigNotAtomic creates the config on a store without atomic
+// create: if none exists, write it with a deadline of a quarter lease TTL,
+// then wait that long again before reading back. Every racing creator
+// checked for a config before our write and its write is bounded by the
+// same deadline, so all of them have landed by then and every creator
+// reads the same, last one (request latency assumption of FORMAT.md §7).
+func (r *Repo) createConfigNotAtomic(ctx context.Context, chain string, data []byte) error {
+	settle := r.lease / 4
+	if _, err := r.store.Stat(ctx, configKey(chain)); !errors.Is(err, ErrObjectNotFound) {
+		return ErrObjectExists
 	}
-	cfg := &chainConfig{}
+	pctx, cancel := context.WithTimeout(ctx, settle)
+	err := r.store.Put(pctx, configKey(chain), data)
+	cancel()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(settle):
+	}
+	return nil
+}
+
+// openConfig decodes a config object and opens its keys.
+func (r *Repo) openConfig(chain string, data []byte) (*chainConfig, error) {
+	cfg := &chainConfig{raw: data}
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return nil, fmt.Errorf("%w: config of chain %q: %v", ErrInvalidManifest, chain, err)
 	}
-	if cfg.FormatVersion != FormatVersion || cfg.Digest != digestAlgo || cfg.Compression != "zstd" {
-		return nil, fmt.Errorf("%w: chain %q config has version %d (%s, %s), this reader knows %d", ErrFormatVersion, chain, cfg.FormatVersion, cfg.Digest, cfg.Compression, FormatVersion)
+	if (cfg.FormatVersion != 1 && cfg.FormatVersion != 2) || cfg.Digest != digestAlgo || cfg.Compression != "zstd" {
+		return nil, fmt.Errorf("%w: chain %q config has version %d (%s, %s), this reader knows 1 and %d", ErrFormatVersion, chain, cfg.FormatVersion, cfg.Digest, cfg.Compression, FormatVersion)
 	}
 	if cfg.Chain != chain || checkBlockSize(cfg.BlockSize) != nil {
 		return nil, fmt.Errorf("%w: config of chain %q names chain %q, block size %d", ErrInvalidManifest, chain, cfg.Chain, cfg.BlockSize)
 	}
+	secret, err := r.openSecret(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(secret) != digestKeyLen {
+		return nil, fmt.Errorf("%w: chain %q secret is %d bytes", ErrInvalidManifest, chain, len(secret))
+	}
+	if cfg.FormatVersion == 1 {
+		cfg.keys = keysV1(secret, r.aead)
+		return cfg, nil
+	}
+	cfg.keys, err = keysV2(secret, cfg.Encryption == encAESGCM)
+	return cfg, err
+}
+
+// openSecret returns the chain's plain digest key (v1) or secret (v2).
+func (r *Repo) openSecret(cfg *chainConfig) ([]byte, error) {
+	stored, aead, aad := cfg.DigestKey, r.aead, digestKeyAAD+cfg.Chain
+	if cfg.FormatVersion == 2 {
+		stored, aead, aad = cfg.Secret, r.wrap, secretAAD+cfg.Chain
+	}
 	switch {
-	case cfg.Encryption == encNone && r.aead == nil:
-		cfg.key = cfg.DigestKey
+	case cfg.Encryption == encNone && aead == nil:
+		return stored, nil
 	case cfg.Encryption == encNone:
-		return nil, fmt.Errorf("%w: chain %q is not encrypted but a key was given", ErrWrongKey, chain)
-	case cfg.Encryption == encAESGCM && r.aead == nil:
-		return nil, fmt.Errorf("%w: chain %q is encrypted and no key was given", ErrWrongKey, chain)
+		return nil, fmt.Errorf("%w: chain %q is not encrypted but a key was given", ErrWrongKey, cfg.Chain)
+	case cfg.Encryption == encAESGCM && aead == nil:
+		return nil, fmt.Errorf("%w: chain %q is encrypted and no key was given", ErrWrongKey, cfg.Chain)
 	case cfg.Encryption == encAESGCM:
-		key, err := r.open(slices.Clone(cfg.DigestKey), []byte(digestKeyAAD+chain))
+		key, err := open(aead, slices.Clone(stored), []byte(aad))
 		if err != nil {
-			return nil, fmt.Errorf("%w: the key does not open chain %q", ErrWrongKey, chain)
+			return nil, fmt.Errorf("%w: the key does not open chain %q", ErrWrongKey, cfg.Chain)
 		}
-		cfg.key = key
-	default:
-		return nil, fmt.Errorf("%w: chain %q uses encryption %q", ErrFormatVersion, chain, cfg.Encryption)
+		return key, nil
 	}
-	if len(cfg.key) != digestKeyLen {
-		return nil, fmt.Errorf("%w: chain %q digest key is %d bytes", ErrInvalidManifest, chain, len(cfg.key))
+	return nil, fmt.Errorf("%w: chain %q uses encryption %q", ErrFormatVersion, cfg.Chain, cfg.Encryption)
+}
+
+// checkConfig fails with ErrChainBusy if the chain's stored config is no
+// longer cfg (removed by gc with the chain's last backup, or replaced by a
+// racing creator on a store without atomic create): what was written with
+// cfg's keys would not restore. The cached config is dropped.
+func (r *Repo) checkConfig(ctx context.Context, cfg *chainConfig) error {
+	data, err := r.store.GetMax(ctx, configKey(cfg.Chain), maxConfigBytes)
+	if err != nil && !errors.Is(err, ErrObjectNotFound) {
+		return fmt.Errorf("re-read config of chain %q: %w", cfg.Chain, err)
 	}
-	return cfg, nil
+	if err != nil || !bytes.Equal(data, cfg.raw) {
+		r.mu.Lock()
+		delete(r.configs, cfg.Chain)
+		r.mu.Unlock()
+		return fmt.Errorf("%w: the config of chain %q was removed or replaced meanwhile; retry", ErrChainBusy, cfg.Chain)
+	}
+	return nil
 }

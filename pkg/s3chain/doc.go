@@ -2,11 +2,13 @@
 // (S3 or a local directory) as chains, and restores them.
 //
 // A chain is the backup lineage of one volume. Each backup is a manifest
-// plus content-addressed blocks (4 MiB by default, fixed per chain): a full
-// backup lists every non-zero block, an incremental one only the blocks
-// changed since its parent, whose manifest digest it records, so the chain
-// is a hash chain. The format is specified in docs/FORMAT.md; FormatVersion
-// is checked by every reader.
+// plus content-addressed blocks (4 MiB by default, fixed per chain). A
+// backup reads and uploads only what changed since its parent, but its
+// manifest lists the whole volume image, so it restores on its own whatever
+// happens to other backups. The format and the protocol that makes any
+// number of concurrent writers safe (locks as leases, create-if-absent
+// commits, gc exclusion) are specified in docs/FORMAT.md; FormatVersion is
+// checked by every reader, which also reads version-1 chains.
 //
 // The engines:
 //   - Repo.Backup reads a read-only snapshot. On a reflink file system it
@@ -20,13 +22,16 @@
 //     each needed block once with bounded memory, checks every digest and
 //     the volume digest, leaves zero blocks as holes, and can resume from a
 //     checkpoint.
-//   - Repo.DeleteBackup merges a backup into its child; Repo.GC removes
-//     blocks no manifest references.
+//   - Repo.DeleteBackup deletes a manifest (a version-1 backup others depend
+//     on gets a tombstone); Repo.GC removes blocks no manifest references,
+//     never while a backup holds the chain.
 //
 // What this package must never do: write a restore target before the chain
 // it restores from has been verified; upload a manifest before all of its
-// blocks are stored; delete a block that a manifest, or a backup in
-// progress, may reference; log or store the encryption key.
+// blocks are stored, or report a backup whose lease lapsed; overwrite a
+// manifest or config; delete a block that a manifest, or a backup in
+// progress, may reference; read an object without a size bound; log or
+// store the encryption key.
 //
 // The Store interface (store.go) and its implementations are the object
 // store layer underneath; engine errors are the sentinels in errors.go.

@@ -37,4 +37,12 @@ var (
 	// ErrBackupExists: a backup with the requested id already exists in the
 	// chain.
 	ErrBackupExists = errors.New("backup already exists")
+	// ErrChainBusy: the change cannot be made safely right now (a gc holds
+	// the chain, or a racing writer changed what this one relied on); the
+	// same call may succeed later (retryable: gRPC Aborted).
+	ErrChainBusy = errors.New("chain busy, retry later")
+	// ErrLeaseLost: a backup's in-progress marker was not refreshed in time
+	// and may have been taken over by gc; the backup is not committed
+	// (retryable).
+	ErrLeaseLost = errors.New("chain lock lost")
 )

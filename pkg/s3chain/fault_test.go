@@ -60,8 +60,21 @@ func TestRestoreCorruptBlock(t *testing.T) {
 	}
 }
 
-func TestRestoreMissingManifest(t *testing.T) {
+// A version-2 manifest stands alone: losing a parent's manifest (or the
+// parent being deleted, or a bucket losing it) costs no other backup.
+func TestRestoreMissingParentManifestV2(t *testing.T) {
 	c := newTestChain(t, 4, nil)
+	if err := c.store.Delete(context.Background(), s3chain.ManifestKey(c.name, c.ids[2])); err != nil {
+		t.Fatal(err)
+	}
+	c.checkAll(t, c.ids[2])
+	if _, err := restoreErr(t, c.repo, c, c.ids[2]); !errors.Is(err, s3chain.ErrBackupNotFound) {
+		t.Errorf("restore of the deleted backup: %v", err)
+	}
+}
+
+func TestRestoreMissingManifest(t *testing.T) {
+	c := newTestChainV1(t, 4, nil)
 	mid := c.ids[2]
 	if err := c.store.Delete(context.Background(), s3chain.ManifestKey(c.name, mid)); err != nil {
 		t.Fatal(err)
@@ -85,7 +98,7 @@ func TestRestoreMissingManifest(t *testing.T) {
 }
 
 func TestRestoreBrokenHashLink(t *testing.T) {
-	c := newTestChain(t, 2, nil)
+	c := newTestChainV1(t, 2, nil)
 	ctx := context.Background()
 	key := s3chain.ManifestKey(c.name, c.ids[1])
 	data, _ := c.store.Get(ctx, key)

@@ -2,23 +2,23 @@ package s3chain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 )
 
-// defaultPendingTTL is the age after which an in-progress marker counts as
-// left behind by a crashed backup.
-const defaultPendingTTL = 24 * time.Hour
-
-// GC deletes block objects that no manifest of their chain references. It
-// lists a chain's blocks before its markers and manifests, so a block
-// uploaded after the listing is never a candidate, and it skips a chain
-// while a backup of it is in progress (a live marker, FORMAT.md §7), since
-// that backup may reuse any existing block. Unreferenced blocks younger
-// than o.MinAge stay too. Markers older than o.PendingTTL are removed.
-// Errors: ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, store errors.
+// GC deletes block objects that no manifest of their chain references,
+// safely against any number of concurrent backups, deletes, restores and
+// other GCs (FORMAT.md §7). Per chain it writes a gc lock and then lists
+// the chain's locks: a live writer lock (a backup in progress, which may
+// reuse any stored block) makes it skip the chain; a writer that starts
+// later sees the gc lock and waits. Writer locks not refreshed within the
+// lease TTL are abandoned and deleted (their backup fails rather than
+// commit). Only then are blocks and manifests listed, and unreferenced
+// blocks older than o.MinAge deleted while the gc lease holds. A chain
+// with an unreadable manifest is left alone (its references are unknown).
+// Errors: ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrLeaseLost,
+// store errors.
 func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 	var st GCStats
 	chains := []string{o.Chain}
@@ -28,15 +28,36 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 			return st, err
 		}
 	}
-	if o.PendingTTL <= 0 {
-		o.PendingTTL = defaultPendingTTL
+	if o.MinAge < 0 {
+		o.MinAge = 0
 	}
 	for _, chain := range chains {
 		if err := r.gcChain(ctx, chain, &o, &st); err != nil {
 			return st, fmt.Errorf("gc chain %q: %w", chain, err)
 		}
 	}
-	return st, nil
+	if o.Chain != "" || o.DryRun {
+		return st, nil
+	}
+	return st, r.dropOrphanLocks(ctx, chains)
+}
+
+// dropOrphanLocks deletes the locks, abandoned for more than a lease TTL,
+// of chains that have no config any more (a gc dropped the emptied chain;
+// a holder killed then could not delete its lock).
+func (r *Repo) dropOrphanLocks(ctx context.Context, chains []string) error {
+	known := map[string]bool{}
+	for _, c := range chains {
+		known[pendingDir(c)] = true
+	}
+	now := time.Now()
+	return r.store.List(ctx, pendingPrefix, func(oi ObjectInfo) error {
+		dir := oi.Key[:strings.LastIndexByte(oi.Key, '/')+1]
+		if known[dir] || now.Sub(oi.ModTime) < 2*r.lease {
+			return nil
+		}
+		return r.store.Delete(ctx, oi.Key)
+	})
 }
 
 func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCStats) error {
@@ -44,30 +65,98 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 		return err
 	}
 	st.Chains++
+	l, lctx, err := r.hold(ctx, chain, kindGC)
+	if err != nil {
+		return err
+	}
+	defer l.release(ctx)
+	if busy, err := r.clearLocks(lctx, l, o.DryRun); err != nil || busy {
+		st.SkippedChains++
+		return err
+	}
 	var objs []ObjectInfo
-	dir := blockDir(chain)
-	err := r.store.List(ctx, dir, func(oi ObjectInfo) error {
+	if err := r.store.List(lctx, blockDir(chain), func(oi ObjectInfo) error {
 		objs = append(objs, oi)
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	live, err := r.referenced(lctx, chain)
 	if err != nil {
 		return err
 	}
-	busy, err := r.backupInProgress(ctx, chain, o)
-	if err != nil || busy {
-		st.SkippedChains++
+	before := st.DeletedBlocks
+	if err := r.sweep(lctx, l, chain, objs, live, o, st); err != nil {
 		return err
 	}
-	all, err := r.Backups(ctx, chain)
-	if errors.Is(err, ErrBackupNotFound) { // a manifest vanished: a delete is running
-		st.SkippedChains++
-		return nil
+	if len(live) == 0 && st.DeletedBlocks-before == len(objs) && !o.DryRun {
+		return r.dropEmptyChain(lctx, l, chain)
 	}
+	return nil
+}
+
+// dropEmptyChain deletes the config of a chain left without any manifest
+// or block, so it is no longer listed. A backup that opened the config
+// before cannot commit with it: every commit checks its config is still
+// stored (checkConfig).
+func (r *Repo) dropEmptyChain(ctx context.Context, l *lease, chain string) error {
+	ids, marked, err := r.backupIDs(ctx, chain)
+	if err != nil || len(ids) > 0 || len(marked) > 0 {
+		return err
+	}
+	if err := l.valid(); err != nil {
+		return err
+	}
+	if err := r.store.Delete(ctx, configKey(chain)); err != nil {
+		return fmt.Errorf("delete config of empty chain %q: %w", chain, err)
+	}
+	r.mu.Lock()
+	delete(r.configs, chain)
+	r.mu.Unlock()
+	return nil
+}
+
+// clearLocks reports whether a live writer holds the chain, as seen from
+// gc lock l; abandoned locks of any kind are deleted (unless dryRun).
+// Other live gc locks are no obstacle: gcs only delete unreferenced blocks.
+func (r *Repo) clearLocks(ctx context.Context, l *lease, dryRun bool) (bool, error) {
+	others, err := r.locks(ctx, l.chain, l.key)
 	if err != nil {
-		return err
+		return false, err
 	}
-	live := knownDigests(all)
-	now := time.Now()
+	for _, o := range others {
+		if o.kind == kindWriter && r.live(o, l.server) {
+			return true, nil
+		}
+	}
+	for _, o := range others { // abandoned: their holders' leases have lapsed
+		if !r.live(o, l.server) && !dryRun {
+			if err := r.store.Delete(ctx, o.Key); err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// referenced returns the digests every manifest of chain lists (deleted
+// version-1 ones kept for their dependents too), read after the chain's
+// locks were checked, and purges tombstones nothing depends on. A manifest
+// deleted meanwhile is skipped; any other failure stops the gc of the chain.
+func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, error) {
+	all, gone, err := r.allManifests(ctx, chain)
+	if err != nil {
+		return nil, err
+	}
+	if all, err = r.purgeTombstones(ctx, chain, all, gone); err != nil {
+		return nil, err
+	}
+	return knownDigests(all), nil
+}
+
+// sweep deletes the unreferenced block objects among objs older than
+// o.MinAge (by the store's clock), checking the gc lease before each.
+func (r *Repo) sweep(ctx context.Context, l *lease, chain string, objs []ObjectInfo, live map[digest]bool, o *GCOptions, st *GCStats) error {
 	for _, oi := range objs {
 		d, err := parseDigest(oi.Key[strings.LastIndexByte(oi.Key, '/')+1:])
 		if err != nil || d.isZero() || oi.Key != blockKey(chain, d.String()) {
@@ -77,12 +166,18 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 		if live[d] {
 			continue
 		}
-		if now.Sub(oi.ModTime) < o.MinAge {
+		if l.server.Sub(oi.ModTime) < o.MinAge {
 			st.YoungBlocks++
 			continue
 		}
 		if !o.DryRun {
-			if err := r.store.Delete(ctx, oi.Key); err != nil {
+			if err := l.valid(); err != nil {
+				return err
+			}
+			dctx, cancel := l.bound(ctx)
+			err := r.store.Delete(dctx, oi.Key)
+			cancel()
+			if err != nil {
 				return err
 			}
 		}
@@ -90,30 +185,4 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 		st.DeletedBytes += oi.Size
 	}
 	return nil
-}
-
-// backupInProgress reports whether chain has a marker younger than
-// o.PendingTTL; older markers are removed (unless o.DryRun).
-func (r *Repo) backupInProgress(ctx context.Context, chain string, o *GCOptions) (bool, error) {
-	busy := false
-	var stale []string
-	err := r.store.List(ctx, pendingDir(chain), func(oi ObjectInfo) error {
-		if time.Since(oi.ModTime) < o.PendingTTL {
-			busy = true
-		} else {
-			stale = append(stale, oi.Key)
-		}
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	for _, k := range stale {
-		if !o.DryRun {
-			if err := r.store.Delete(ctx, k); err != nil {
-				return false, err
-			}
-		}
-	}
-	return busy, nil
 }

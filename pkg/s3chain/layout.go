@@ -16,6 +16,12 @@ func manifestDir(chain string) string { return manifestPrefix + encodeChain(chai
 
 func manifestKey(chain, id string) string { return manifestDir(chain) + id + ".json" }
 
+// tombstoneSuffix marks a deleted version-1 backup whose manifest stays
+// while other version-1 manifests depend on it: manifests/E/ID.deleted.
+const tombstoneSuffix = ".deleted"
+
+func tombstoneKey(chain, id string) string { return manifestDir(chain) + id + tombstoneSuffix }
+
 func pendingDir(chain string) string { return pendingPrefix + encodeChain(chain) + "/" }
 
 func pendingKey(chain, token string) string { return pendingDir(chain) + token + ".json" }

@@ -8,7 +8,7 @@ import (
 )
 
 // manifestMAC returns HMAC-SHA256 (RFC 2104) of the manifest encoded with
-// MAC "", keyed by the chain's digest key, in lower-case hex.
+// MAC "", in lower-case hex.
 func manifestMAC(key []byte, m *Manifest) string {
 	c := *m
 	c.MAC = ""
@@ -17,13 +17,27 @@ func manifestMAC(key []byte, m *Manifest) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// sign sets m.MAC with the chain's digest key.
-func (cfg *chainConfig) sign(m *Manifest) { m.MAC = manifestMAC(cfg.key, m) }
+// macKey is the key of m's MAC: version-2 manifests use the derived MAC key
+// (never the block-name key), version-1 ones the old shared key.
+func (cfg *chainConfig) macKey(m *Manifest) []byte {
+	if m.FormatVersion == 1 {
+		return cfg.keys.macV1
+	}
+	return cfg.keys.macV2
+}
+
+// sign sets m.MAC.
+func (cfg *chainConfig) sign(m *Manifest) { m.MAC = manifestMAC(cfg.macKey(m), m) }
 
 // checkMAC fails with ErrInvalidManifest if m was not signed with the
-// chain's digest key: the object was corrupted or forged.
+// chain's key: the object was corrupted or forged. A version-1 manifest in
+// a version-2 chain is refused: nothing written by version 2 is version 1,
+// and that MAC key would be the block-name key (FORMAT.md §3.1).
 func (cfg *chainConfig) checkMAC(m *Manifest) error {
-	if !hmac.Equal([]byte(manifestMAC(cfg.key, m)), []byte(m.MAC)) {
+	if m.FormatVersion == 1 && cfg.FormatVersion != 1 {
+		return fmt.Errorf("%w: manifest of backup %q in chain %q is version 1 in a version-2 chain (forged)", ErrInvalidManifest, m.ID, m.Chain)
+	}
+	if !hmac.Equal([]byte(manifestMAC(cfg.macKey(m), m)), []byte(m.MAC)) {
 		return fmt.Errorf("%w: manifest of backup %q in chain %q fails its MAC (corrupt or forged)", ErrInvalidManifest, m.ID, m.Chain)
 	}
 	return nil

@@ -10,23 +10,35 @@ import (
 )
 
 // FormatVersion is the version of the chain format (docs/FORMAT.md) this
-// package writes. Readers reject manifests and configs of any other version
-// with ErrFormatVersion rather than guess at their meaning.
-const FormatVersion = 1
+// package writes. It reads versions 1 and 2 and rejects any other with
+// ErrFormatVersion rather than guess at its meaning.
+const FormatVersion = 2
 
-// maxManifestBytes bounds a manifest object in bytes (a 64 TiB volume of
-// 4 MiB blocks lists 16 Mi blocks of about 80 bytes each).
-const maxManifestBytes = 2 << 30
+// Bounds on what a reader accepts from a store, so that a corrupt or
+// hostile bucket cannot exhaust memory (FORMAT.md §4.3): a manifest object
+// is at most its header plus MaxBlocks packed entries (version 2: 36 bytes
+// each, base64) or maxV1Entries JSON entries (version 1: under 96 bytes
+// each); either decodes in well under 256 MiB of memory.
+const (
+	maxManifestHeader = 64 << 10
+	maxV1Entries      = 1 << 18
+	maxManifestBytes  = maxManifestHeader + (MaxBlocks*v2EntryLen+2)/3*4
+	maxV1Bytes        = maxManifestHeader + maxV1Entries*96
+)
 
-// Manifest describes one backup of a chain. It is stored as canonical JSON
-// (the exact bytes of Encode) under manifests/<chain>/<id>.json.
+// Manifest describes one backup of a chain. Version 2 manifests are
+// self-contained: Blocks lists every non-zero block of the volume image, so
+// a backup restores from its own manifest whatever happens to its parent.
+// Version 1 manifests (read only) list the blocks changed since the parent
+// and are hash-linked to it. Encode gives the stored bytes of either.
 type Manifest struct {
 	FormatVersion int    `json:"formatVersion"`
 	Chain         string `json:"chain"`
 	ID            string `json:"id"`
-	// ParentID is "" for a full backup, else the backup this one changes.
+	// ParentID is "" for a full backup, else the backup this one was
+	// compared with (version 2: for information only; it may be deleted).
 	ParentID string `json:"parentId"`
-	// ParentDigest is the parent manifest's Digest(), "" for a full backup.
+	// ParentDigest is the parent manifest's Digest() (version 1 only).
 	ParentDigest string    `json:"parentDigest"`
 	CreatedAt    time.Time `json:"createdAt"` // UTC
 	SizeBytes    int64     `json:"sizeBytes"` // volume size in bytes
@@ -38,12 +50,13 @@ type Manifest struct {
 	Node         string `json:"node"`
 	GroupID      string `json:"groupId"`
 	Member       string `json:"member"`
-	// Blocks lists, sorted by index, every non-zero block (full backup) or
-	// every block changed since the parent (incremental; a zero entry means
-	// the block became all-zero).
+	// Blocks, sorted by index: version 2, every non-zero block of the
+	// volume image; version 1, every non-zero block (full backup) or every
+	// block changed since the parent (a zero entry: it became all-zero).
 	Blocks []BlockRef `json:"blocks"`
-	// DataBlocks and ZeroBlocks count the listed entries; DataBytes is the
-	// raw size of the listed non-zero blocks.
+	// DataBlocks and ZeroBlocks count the blocks that changed since the
+	// parent (all non-zero blocks for a full backup), became non-zero or
+	// zero; DataBytes is the raw size of the changed non-zero blocks.
 	DataBlocks int   `json:"dataBlocks"`
 	ZeroBlocks int   `json:"zeroBlocks"`
 	DataBytes  int64 `json:"dataBytes"`
@@ -54,8 +67,7 @@ type Manifest struct {
 	// VolumeDigest is the hash over the digests of every block of the volume
 	// image (FORMAT.md §5), checked by every restore.
 	VolumeDigest string `json:"volumeDigest"`
-	// MAC is HMAC-SHA256 of the manifest with MAC "", keyed by the chain's
-	// digest key: it detects corruption, and forgery when encrypted.
+	// MAC authenticates the manifest (FORMAT.md §4.2).
 	MAC string `json:"mac"`
 }
 
@@ -83,58 +95,52 @@ func (m *Manifest) blockLen(i int64) int64 {
 	return min(m.BlockSize, m.SizeBytes-i*m.BlockSize)
 }
 
-// Full reports whether the backup has no parent.
+// Full reports whether the backup was made without a parent.
 func (m *Manifest) Full() bool { return m.ParentID == "" }
 
-// Encode returns the canonical JSON of the manifest: the bytes stored and
-// hashed by Digest.
+// SelfContained reports whether the manifest alone gives the volume image
+// (every version-2 manifest, and a version-1 full backup).
+func (m *Manifest) SelfContained() bool { return m.FormatVersion >= 2 || m.Full() }
+
+// Encode returns the canonical bytes of the manifest in its version's
+// encoding: what is stored and hashed by Digest.
 func (m *Manifest) Encode() []byte {
-	c := *m
-	if c.Blocks == nil {
-		c.Blocks = []BlockRef{}
+	if m.FormatVersion == 1 {
+		return encodeV1(m)
 	}
-	b, err := json.Marshal(&c)
-	if err != nil { // only plain types: cannot happen
-		panic(err)
-	}
-	return b
+	return encodeV2(m)
 }
 
-// Digest returns the lower-case hex SHA-256 of Encode(): what a child's
-// ParentDigest records, making the chain a hash chain.
+// Digest returns the lower-case hex SHA-256 of Encode() (a version-1
+// child records it as ParentDigest).
 func (m *Manifest) Digest() string {
 	sum := sha256.Sum256(m.Encode())
 	return hex.EncodeToString(sum[:])
 }
 
-// DecodeManifest parses a stored manifest and checks its structure: format
-// version (ErrFormatVersion), canonical encoding, names, sizes, and a sorted
-// block list within the volume (ErrInvalidManifest). It does not check the
-// MAC or hash links, which need the chain (see Repo.Manifest).
+// DecodeManifest parses a stored manifest of version 1 or 2 and checks its
+// structure: size bound, format version (ErrFormatVersion), canonical
+// encoding, names, sizes, and a sorted block list within the volume
+// (ErrInvalidManifest). It does not check the MAC, which needs the chain
+// (see Repo.Manifest).
 func DecodeManifest(data []byte) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
-		return nil, fmt.Errorf("%w: %d bytes", ErrInvalidManifest, len(data))
+		return nil, fmt.Errorf("%w: %d bytes is more than the %d a manifest may have", ErrInvalidManifest, len(data), maxManifestBytes)
 	}
 	var probe struct {
 		FormatVersion int `json:"formatVersion"`
 	}
-	if err := json.Unmarshal(data, &probe); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&probe); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
 	}
-	if probe.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("%w: manifest has version %d, this reader knows %d", ErrFormatVersion, probe.FormatVersion, FormatVersion)
+	switch probe.FormatVersion {
+	case 1:
+		if len(data) > maxV1Bytes {
+			return nil, fmt.Errorf("%w: version-1 manifest of %d bytes is more than %d", ErrInvalidManifest, len(data), maxV1Bytes)
+		}
+		return decodeV1(data)
+	case 2:
+		return decodeV2(data)
 	}
-	m := &Manifest{}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
-	}
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(m.Encode(), data) {
-		return nil, fmt.Errorf("%w: backup %q is not canonically encoded", ErrInvalidManifest, m.ID)
-	}
-	return m, nil
+	return nil, fmt.Errorf("%w: manifest has version %d, this reader knows 1 and %d", ErrFormatVersion, probe.FormatVersion, FormatVersion)
 }

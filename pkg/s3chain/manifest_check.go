@@ -2,26 +2,24 @@ package s3chain
 
 import "fmt"
 
-// validate checks what a manifest must satisfy on its own (FORMAT.md §4).
-func (m *Manifest) validate() error {
-	bad := func(format string, a ...any) error {
+// badManifest returns the error constructor for m's structural faults.
+func (m *Manifest) badManifest() func(string, ...any) error {
+	return func(format string, a ...any) error {
 		return fmt.Errorf("%w: backup %q: %s", ErrInvalidManifest, m.ID, fmt.Sprintf(format, a...))
 	}
+}
+
+// validateCommon checks the fields every version shares (FORMAT.md §4).
+func (m *Manifest) validateCommon(bad func(string, ...any) error) error {
 	if err := ValidChainName(m.Chain); err != nil {
 		return bad("%v", err)
 	}
 	if err := ValidBackupID(m.ID); err != nil {
 		return bad("%v", err)
 	}
-	if (m.ParentID == "") != (m.ParentDigest == "") {
-		return bad("parentId and parentDigest must be both set or both empty")
-	}
 	if m.ParentID != "" {
 		if err := ValidBackupID(m.ParentID); err != nil {
 			return bad("%v", err)
-		}
-		if !isHexDigest(m.ParentDigest) {
-			return bad("parentDigest is not 64 hex digits")
 		}
 	}
 	if err := checkBlockSize(m.BlockSize); err != nil {
@@ -32,6 +30,21 @@ func (m *Manifest) validate() error {
 	}
 	if !isHexDigest(m.VolumeDigest) || !isHexDigest(m.MAC) {
 		return bad("volumeDigest and mac must be 64 hex digits")
+	}
+	return nil
+}
+
+// validateV1 checks what a version-1 manifest must satisfy on its own.
+func (m *Manifest) validateV1() error {
+	bad := m.badManifest()
+	if err := m.validateCommon(bad); err != nil {
+		return err
+	}
+	if (m.ParentID == "") != (m.ParentDigest == "") {
+		return bad("parentId and parentDigest must be both set or both empty")
+	}
+	if m.ParentID != "" && !isHexDigest(m.ParentDigest) {
+		return bad("parentDigest is not 64 hex digits")
 	}
 	return m.validateBlocks(bad)
 }
@@ -67,9 +80,10 @@ func (m *Manifest) validateBlocks(bad func(string, ...any) error) error {
 }
 
 // MaxBlocks bounds the blocks of one volume, so that a manifest cannot make
-// a restore allocate without limit: 16 Mi blocks are 64 TiB at 4 MiB (the
-// block map then takes about 550 MiB of memory).
-const MaxBlocks = 1 << 24
+// a restore allocate without limit: 1 Mi blocks are 2 TiB at the default
+// 2 MiB and 64 TiB at 64 MiB blocks (a new chain of a larger volume gets
+// larger blocks: newChainBlockSize); the block map then takes 32 MiB.
+const MaxBlocks = 1 << 20
 
 // checkBlockSize enforces MinBlockSize..MaxBlockSize and 4 KiB alignment.
 func checkBlockSize(bs int64) error {

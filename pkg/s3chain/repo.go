@@ -1,18 +1,26 @@
 package s3chain
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Repo is a backup repository: the chains kept in one Store. Its methods
-// are safe for concurrent use; the caller serialises operations on one
-// chain (one backup, restore-during-delete and GC rules: FORMAT.md §7).
+// are safe for concurrent use, and so is any number of Repos in any number
+// of processes, nodes or clusters on one store: every change to a chain
+// follows the protocol of FORMAT.md §7 (self-contained manifests created
+// with PutIfAbsent, leased in-progress markers, gc exclusion).
 type Repo struct {
 	store Store
-	aead  cipher.AEAD // nil when the repository is not encrypted
+	aead  cipher.AEAD // the repository key itself (version-1 chains); nil when not encrypted
+	wrap  cipher.AEAD // the key that seals version-2 chain secrets; nil when not encrypted
+	lease time.Duration
+	// notAtomic is set once the store answered ErrNotAtomic: new default
+	// backup ids then carry a random suffix.
+	notAtomic atomic.Bool
 
 	mu      sync.Mutex
 	configs map[string]*chainConfig // by chain name, once opened
@@ -26,16 +34,19 @@ func NewRepo(store Store, opts RepoOptions) (*Repo, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
 	}
-	r := &Repo{store: store, configs: map[string]*chainConfig{}}
+	r := &Repo{store: store, configs: map[string]*chainConfig{}, lease: opts.LeaseTTL}
+	if r.lease <= 0 {
+		r.lease = DefaultLeaseTTL
+	}
 	if opts.EncryptionKey != nil {
 		if len(opts.EncryptionKey) != 32 {
 			return nil, fmt.Errorf("%w: encryption key is %d bytes, AES-256 needs 32", ErrInvalidOptions, len(opts.EncryptionKey))
 		}
-		block, err := aes.NewCipher(opts.EncryptionKey)
-		if err != nil {
+		var err error
+		if r.aead, err = newAEAD(opts.EncryptionKey); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 		}
-		if r.aead, err = cipher.NewGCM(block); err != nil {
+		if r.wrap, err = newAEAD(deriveKey(opts.EncryptionKey, labelSecretWrap)); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 		}
 	}

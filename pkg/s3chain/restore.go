@@ -4,22 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
 // Restore writes backup o.BackupID ("latest" allowed) of o.Chain onto
 // o.Target and returns its manifest and counters. Before writing anything
 // it checks the key, every manifest and hash link back to the full backup,
-// the volume digest of the resolved block map, and the target's size. Each
-// distinct block object is then fetched once however long the chain, by
-// o.Workers goroutines (memory about 2 x workers x block size), checked
+// the volume digest of the resolved block map, the target (in use:
+// ErrTargetBusy; size) and that every block object it will fetch exists.
+// Each distinct block object is then fetched once however long the chain,
+// by o.Workers goroutines (memory about 2 x workers x block size), checked
 // against its digest and written at its offsets; zero blocks become holes
 // (or zeroes on devices). With o.Checkpoint the restore is resumable: a
-// rerun after a failure or cancellation skips blocks already written.
+// rerun after a failure or cancellation onto the same target (see
+// targetIdentity) skips the blocks already written once it has read them
+// back and matched their digests.
 // Errors: ErrBackupNotFound, ErrChainBroken, ErrWrongKey, ErrInvalidManifest,
-// ErrFormatVersion, ErrTargetTooSmall, ErrCorruptBlock (naming the block
-// index), context and I/O errors.
+// ErrFormatVersion, ErrTargetTooSmall, ErrTargetBusy, ErrCorruptBlock
+// (naming the block index), store errors (ErrTransient ...), context and
+// I/O errors.
 func (r *Repo) Restore(ctx context.Context, o RestoreOptions) (*Manifest, RestoreStats, error) {
 	start := time.Now()
 	cfg, path, blocks, err := r.resolve(ctx, o.Chain, o.BackupID)
@@ -27,15 +30,23 @@ func (r *Repo) Restore(ctx context.Context, o RestoreOptions) (*Manifest, Restor
 		return nil, RestoreStats{}, err
 	}
 	tip := path[0]
-	target, isDev, err := openTarget(o.Target, tip.SizeBytes)
+	tgt, err := openRestoreTarget(o.Target, tip.SizeBytes)
 	if err != nil {
 		return nil, RestoreStats{}, fmt.Errorf("restore backup %q of chain %q: %w", tip.ID, o.Chain, err)
 	}
+	target := tgt.f
 	defer target.Close()
-	j := &restoreJob{r: r, o: &o, cfg: cfg, tip: tip, blocks: blocks, target: target, isDev: isDev}
+	base, err := baseDigests(&o, tip)
+	if err != nil {
+		return nil, RestoreStats{}, fmt.Errorf("restore backup %q of chain %q: base: %w", tip.ID, o.Chain, err)
+	}
+	j := &restoreJob{r: r, o: &o, cfg: cfg, tip: tip, blocks: blocks, base: base, target: target, isDev: tgt.isDev}
+	if j.direct = openDirect(target); j.direct != nil {
+		defer j.direct.Close()
+	}
 	j.cp = loadCheckpoint(o.Checkpoint, target, checkpointID{Version: checkpointVersion, Chain: o.Chain,
-		BackupID: tip.ID, VolumeDigest: tip.VolumeDigest, Target: o.Target, SizeBytes: tip.SizeBytes,
-		BlockSize: tip.BlockSize}, int64(len(blocks)))
+		BackupID: tip.ID, VolumeDigest: tip.VolumeDigest, Target: o.Target, TargetIdentity: tgt.identity,
+		SizeBytes: tip.SizeBytes, BlockSize: tip.BlockSize}, int64(len(blocks)), tgt.created)
 	err = j.run(ctx)
 	st := j.stats(time.Since(start))
 	if err != nil {
@@ -50,30 +61,4 @@ func (r *Repo) Restore(ctx context.Context, o RestoreOptions) (*Manifest, Restor
 	}
 	j.cp.remove()
 	return tip, st, nil
-}
-
-// openTarget opens the restore target read-write; a missing path is
-// created as a sparse file of size bytes. Errors: ErrTargetTooSmall.
-func openTarget(path string, size int64) (*os.File, bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-			err = f.Truncate(size)
-		}
-	}
-	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		return nil, false, fmt.Errorf("open restore target: %w", err)
-	}
-	have, isDev, err := fileSize(f)
-	if err == nil && have < size {
-		err = fmt.Errorf("%w: target %s has %d bytes, the backup needs %d", ErrTargetTooSmall, path, have, size)
-	}
-	if err != nil {
-		f.Close()
-		return nil, false, err
-	}
-	return f, isDev, nil
 }

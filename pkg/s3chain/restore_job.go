@@ -18,13 +18,17 @@ type restoreJob struct {
 	cfg    *chainConfig
 	tip    *Manifest
 	blocks []digest // the resolved volume image
-	target *os.File
-	isDev  bool
-	cp     *checkpointer
+	base   []digest // the image the target starts with (RestoreOptions.Base), or nil
+	// baseBad marks blocks of base that VerifyBase found different on the target.
+	baseBad map[int]bool
+	target  *os.File
+	direct  *os.File // the target opened with O_DIRECT (openDirect), or nil
+	isDev   bool
+	cp      *checkpointer
 
-	fetched, skipped, zero atomic.Int64
-	fetchedBytes, written  atomic.Int64
-	done                   atomic.Int64
+	fetched, skipped, zero, reused atomic.Int64
+	fetchedBytes, written          atomic.Int64
+	done                           atomic.Int64
 }
 
 // fetch is one block object to download and the block indices it fills.
@@ -43,15 +47,24 @@ func (j *restoreJob) report() {
 
 func (j *restoreJob) stats(d time.Duration) RestoreStats {
 	return RestoreStats{FetchedBlocks: int(j.fetched.Load()), SkippedBlocks: int(j.skipped.Load()),
-		ZeroBlocks: int(j.zero.Load()), FetchedBytes: j.fetchedBytes.Load(), WrittenBytes: j.written.Load(), Duration: d}
+		ZeroBlocks: int(j.zero.Load()), BaseBlocks: int(j.reused.Load()), FetchedBytes: j.fetchedBytes.Load(), WrittenBytes: j.written.Load(), Duration: d}
 }
 
-// run zeroes the zero ranges, then fetches and writes the data blocks.
+// run reads back the blocks a checkpoint claims (verifyDone), checks that
+// every object still to fetch exists, and only then zeroes the zero ranges
+// and fetches and writes the data blocks.
 func (j *restoreJob) run(ctx context.Context) error {
+	if _, err := j.verifyDone(ctx); err != nil {
+		return err
+	}
+	todo := j.plan()
+	if err := j.checkObjects(ctx, todo); err != nil {
+		return err
+	}
 	if err := j.zeroRanges(ctx); err != nil {
 		return err
 	}
-	return j.fetchAll(ctx, j.plan())
+	return j.fetchAll(ctx, todo)
 }
 
 // zeroRanges makes every run of zero blocks read as zeros. It is cheap and
@@ -92,6 +105,9 @@ func (j *restoreJob) plan() []*fetch {
 	for i, d := range j.blocks {
 		switch {
 		case d.isZero():
+		case j.fromBase(i) && !j.baseBad[i]:
+			j.reused.Add(1)
+			j.done.Add(j.blockLen(int64(i)))
 		case j.cp.isDone(int64(i)):
 			j.skipped.Add(1)
 			j.done.Add(j.blockLen(int64(i)))
@@ -107,10 +123,7 @@ func (j *restoreJob) plan() []*fetch {
 }
 
 func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
-	workers := j.o.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
+	workers := j.workers()
 	g, ctx := errgroup.WithContext(ctx)
 	next := make(chan *fetch)
 	g.Go(func() error {
@@ -126,9 +139,12 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 	})
 	for range workers {
 		g.Go(func() error {
-			buf := make([]byte, j.tip.BlockSize)
+			buf := alignedBuf(j.tip.BlockSize)
+			// The object lands one byte before an aligned address, so that
+			// a raw block's bytes after the kind byte are aligned.
+			obj := alignedBuf(j.cfg.maxBlockObject() + directAlign)[directAlign-1:]
 			for f := range next {
-				if err := j.fetchOne(ctx, f, buf); err != nil {
+				if err := j.fetchOne(ctx, f, obj, buf); err != nil {
 					return err
 				}
 			}
@@ -138,13 +154,13 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 	return g.Wait()
 }
 
-// fetchOne downloads one object, checks it and writes it at every offset
-// that uses it.
-func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, buf []byte) error {
+// fetchOne downloads one object into objBuf, checks it (decoding into
+// buf) and writes it at every offset that uses it.
+func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
 	first := f.indices[0]
 	key := blockKey(j.cfg.Chain, f.d.String())
-	obj, err := j.r.store.Get(ctx, key)
-	if errors.Is(err, ErrObjectNotFound) {
+	obj, err := getMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
+	if errors.Is(err, ErrObjectNotFound) || errors.Is(err, ErrObjectTooLarge) {
 		return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, first, key, err)
 	}
 	if err != nil {
@@ -152,12 +168,12 @@ func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, buf []byte) error {
 	}
 	j.fetched.Add(1)
 	j.fetchedBytes.Add(int64(len(obj)))
-	data, err := j.r.checkBlock(j.cfg, obj, f.d, j.blockLen(first), buf)
+	data, err := j.cfg.checkBlock(obj, f.d, j.blockLen(first), buf)
 	if err != nil {
 		return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, first, key, err)
 	}
 	for _, i := range f.indices {
-		if _, err := j.target.WriteAt(data[:j.blockLen(i)], i*j.tip.BlockSize); err != nil {
+		if err := j.writeBlock(data[:j.blockLen(i)], i*j.tip.BlockSize, buf); err != nil {
 			return fmt.Errorf("write block %d to %s: %w", i, j.o.Target, err)
 		}
 		j.written.Add(j.blockLen(i))
@@ -166,17 +182,4 @@ func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, buf []byte) error {
 	}
 	j.report()
 	return nil
-}
-
-// checkBlock decodes a block object into buf and verifies its length and
-// keyed digest.
-func (r *Repo) checkBlock(cfg *chainConfig, obj []byte, d digest, want int64, buf []byte) ([]byte, error) {
-	data, err := r.decodeBlock(obj, d, want, buf)
-	if err != nil {
-		return nil, err
-	}
-	if got := blockDigest(cfg.key, data); got != d {
-		return nil, fmt.Errorf("content digest %s does not match", got)
-	}
-	return data, nil
 }

@@ -2,21 +2,22 @@ package s3chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
 	"slices"
 )
 
-// DeleteBackup removes one backup so that every other backup of the chain
-// still restores. A backup without a child just loses its manifest. A
-// backup with a child is first merged into it: the child's manifest is
-// rewritten (atomically, Store.Put) to list the deleted backup's blocks it
-// does not override and to link to the deleted backup's parent (or to
-// become a full backup), and every later manifest is re-linked to the new
-// digests. Manifests are rewritten newest first and the deleted one goes
-// last, so an interrupted delete is completed by running it again (FORMAT.md
-// §7). Blocks are left for GC. Errors: ErrBackupNotFound, ErrInvalidChain,
-// ErrWrongKey, ErrInvalidManifest, store errors.
+// DeleteBackup removes one backup; every other backup of the chain still
+// restores, whatever else runs on the chain at the same time, and nothing
+// is ever rewritten. A version-2 backup is self-contained, so its manifest
+// is simply deleted: parallel deletes, a backup using it as parent, and
+// restores of other backups are unaffected, and gc later frees the blocks
+// no manifest references. A version-1 backup that other version-1 manifests
+// still depend on gets a tombstone instead: it is gone for every reader but
+// its manifest stays for its dependents, and goes (with the tombstone) once
+// the last of them is deleted (FORMAT.md §7). Errors: ErrBackupNotFound
+// (also for an already deleted backup), ErrInvalidChain, ErrWrongKey,
+// ErrInvalidManifest, store errors.
 func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	if err := ValidBackupID(backupID); err != nil {
 		return err
@@ -25,115 +26,74 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	if err != nil {
 		return err
 	}
-	all, err := r.Backups(ctx, chain)
+	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
+		if _, err := r.store.Stat(ctx, manifestKey(chain, backupID)); errors.Is(err, ErrObjectNotFound) {
+			return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, chain, backupID)
+		} else if err != nil {
+			return fmt.Errorf("delete backup %q in chain %q: %w", backupID, chain, err)
+		}
+		if err := r.store.Delete(ctx, manifestKey(chain, backupID)); err != nil {
+			return fmt.Errorf("delete manifest of backup %q in chain %q: %w", backupID, chain, err)
+		}
+		return nil
+	}
+	all, gone, err := r.allManifests(ctx, chain)
 	if err != nil {
 		return err
 	}
 	i := slices.IndexFunc(all, func(m *Manifest) bool { return m.ID == backupID })
-	if i < 0 {
+	if i < 0 || gone[backupID] {
 		return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, chain, backupID)
 	}
-	del := all[i]
-	rewritten, err := relinkAfterDelete(cfg, all, del)
-	if err != nil {
-		return err
-	}
-	for k := len(rewritten) - 1; k >= 0; k-- {
-		if err := r.store.Put(ctx, manifestKey(chain, rewritten[k].ID), rewritten[k].Encode()); err != nil {
-			return fmt.Errorf("rewrite manifest of backup %q in chain %q: %w", rewritten[k].ID, chain, err)
+	if hasV1Dependent(all, backupID) {
+		if err := r.store.Put(ctx, tombstoneKey(chain, backupID), []byte(all[i].Digest())); err != nil {
+			return fmt.Errorf("delete backup %q in chain %q: %w", backupID, chain, err)
 		}
+		return nil
 	}
 	if err := r.store.Delete(ctx, manifestKey(chain, backupID)); err != nil {
 		return fmt.Errorf("delete manifest of backup %q in chain %q: %w", backupID, chain, err)
 	}
-	return nil
+	_, err = r.purgeTombstones(ctx, chain, slices.Delete(all, i, i+1), gone)
+	return err
 }
 
-// relinkAfterDelete returns the manifests to rewrite when del goes, child
-// first, each signed and linked to the one before: the child merged with
-// del, then every descendant with a new ParentDigest. A hash link covers the
-// whole parent manifest, so every descendant's link changes.
-func relinkAfterDelete(cfg *chainConfig, all []*Manifest, del *Manifest) ([]*Manifest, error) {
-	childOf := map[string]*Manifest{}
-	for _, m := range all {
-		if m.ParentID != "" {
-			if other := childOf[m.ParentID]; other != nil {
-				return nil, fmt.Errorf("%w: backups %q and %q both have parent %q", ErrChainBroken, other.ID, m.ID, m.ParentID)
+// hasV1Dependent reports whether a version-1 manifest links to id as its
+// parent (version-2 manifests never need their parent).
+func hasV1Dependent(all []*Manifest, id string) bool {
+	return slices.ContainsFunc(all, func(m *Manifest) bool { return m.FormatVersion == 1 && m.ParentID == id })
+}
+
+// purgeTombstones deletes the manifests (then the tombstones) of deleted
+// version-1 backups that no manifest in all depends on any more, until
+// none is left; all is the chain's manifests without those already gone.
+// It returns the manifests that remain.
+// Version-1 manifests are never created any more, so a manifest without
+// dependents keeps none, whoever else deletes at the same time.
+func (r *Repo) purgeTombstones(ctx context.Context, chain string, all []*Manifest, gone map[string]bool) ([]*Manifest, error) {
+	for id, kills := range gone { // left behind: its manifest went already
+		if !kills {
+			if err := r.store.Delete(ctx, tombstoneKey(chain, id)); err != nil {
+				return nil, fmt.Errorf("purge tombstone of backup %q of chain %q: %w", id, chain, err)
 			}
-			childOf[m.ParentID] = m
 		}
 	}
-	child := childOf[del.ID]
-	if child == nil {
-		return nil, nil
-	}
-	merged := mergeInto(del, child)
-	if !merged.Full() {
-		merged.ParentDigest = findParentDigest(all, del)
-	}
-	cfg.sign(merged)
-	out := []*Manifest{merged}
-	for prev := merged; childOf[prev.ID] != nil; {
-		c := *childOf[prev.ID]
-		c.ParentDigest = prev.Digest()
-		cfg.sign(&c)
-		out = append(out, &c)
-		prev = &c
-		if len(out) > maxChainLen {
-			return nil, fmt.Errorf("%w: chain %q has a cycle", ErrChainBroken, cfg.Chain)
+	for purged := true; purged; {
+		purged = false
+		for k, m := range all {
+			if !gone[m.ID] || hasV1Dependent(all, m.ID) {
+				continue
+			}
+			// The manifest first: a tombstone left behind is harmless.
+			if err := r.store.Delete(ctx, manifestKey(chain, m.ID)); err != nil {
+				return nil, fmt.Errorf("purge deleted backup %q of chain %q: %w", m.ID, chain, err)
+			}
+			if err := r.store.Delete(ctx, tombstoneKey(chain, m.ID)); err != nil {
+				return nil, fmt.Errorf("purge deleted backup %q of chain %q: %w", m.ID, chain, err)
+			}
+			all, purged = slices.Delete(all, k, k+1), true
+			break
 		}
 	}
-	return out, nil
-}
-
-func findParentDigest(all []*Manifest, del *Manifest) string {
-	for _, m := range all {
-		if m.ID == del.ParentID {
-			return m.Digest()
-		}
-	}
-	return del.ParentDigest // the parent is gone already: keep the old link
-}
-
-// mergeInto returns child as it must read once its parent del is gone: the
-// same volume image over del's parent. Blocks child lists win; del's other
-// blocks inside the child's volume are added; blocks beyond del's volume
-// that child does not list become explicit zeros, since del truncated
-// whatever its parent had there (see blockMap). A merge into a full backup
-// makes a full backup, which lists no zero blocks.
-func mergeInto(del, child *Manifest) *Manifest {
-	m := *child
-	m.ParentID, m.ParentDigest, m.MAC = del.ParentID, "", ""
-	m.StoredBytes += del.StoredBytes
-	n, nDel := child.NumBlocks(), del.NumBlocks()
-	byIndex := make(map[int64]string, len(del.Blocks)+len(child.Blocks))
-	for _, b := range del.Blocks {
-		if b.Index < n {
-			byIndex[b.Index] = b.Digest
-		}
-	}
-	if !del.Full() {
-		for i := nDel; i < n; i++ {
-			byIndex[i] = ""
-		}
-	}
-	for _, b := range child.Blocks {
-		byIndex[b.Index] = b.Digest
-	}
-	m.Blocks = make([]BlockRef, 0, len(byIndex))
-	m.DataBlocks, m.ZeroBlocks, m.DataBytes = 0, 0, 0
-	for _, i := range slices.Sorted(maps.Keys(byIndex)) {
-		d := byIndex[i]
-		if d == "" && m.Full() {
-			continue
-		}
-		m.Blocks = append(m.Blocks, BlockRef{Index: i, Digest: d})
-		if d == "" {
-			m.ZeroBlocks++
-		} else {
-			m.DataBlocks++
-			m.DataBytes += m.blockLen(i)
-		}
-	}
-	return &m
+	return all, nil
 }

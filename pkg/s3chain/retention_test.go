@@ -11,34 +11,39 @@ import (
 )
 
 func TestDeleteBackupKeepsOthersRestorable(t *testing.T) {
-	c := newTestChain(t, 5, testKey(2))
-	ctx := context.Background()
-	var gone []string
-	// A middle backup, then the full base, then the newest.
-	for _, id := range []string{c.ids[2], c.ids[0], c.ids[5]} {
-		if err := c.repo.DeleteBackup(ctx, c.name, id); err != nil {
-			t.Fatalf("delete %s: %v", id, err)
-		}
-		gone = append(gone, id)
-		c.checkAll(t, gone...)
-	}
-	ms, err := c.repo.Backups(ctx, c.name)
-	if err != nil || len(ms) != 3 || !ms[0].Full() || ms[1].ParentID != ms[0].ID || ms[2].ParentID != ms[1].ID {
-		t.Fatalf("after deletes: %d backups, %v", len(ms), err)
-	}
-	if err := c.repo.DeleteBackup(ctx, c.name, c.ids[2]); !errors.Is(err, s3chain.ErrBackupNotFound) {
-		t.Errorf("delete of a deleted backup: %v", err)
-	}
-	// A new incremental on the rewritten latest still chains.
-	latest := ms[2]
-	if _, err := c.repo.Manifest(ctx, c.name, "latest"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.repo.Backup(ctx, s3chain.BackupOptions{Chain: c.name, Source: c.dir + "/vol", Parent: ms[1].ID}); !errors.Is(err, s3chain.ErrInvalidOptions) {
-		t.Errorf("backup on a parent that is not the latest: %v", err)
-	}
-	if _, _, err := c.repo.Backup(ctx, s3chain.BackupOptions{Chain: c.name, Source: c.dir + "/vol", Parent: latest.ID}); err != nil {
-		t.Errorf("backup after deletes: %v", err)
+	for name, mk := range map[string]func(*testing.T, int, []byte, ...int64) *testChain{"v2": newTestChain, "v1": newTestChainV1} {
+		t.Run(name, func(t *testing.T) {
+			c := mk(t, 5, testKey(2))
+			ctx := context.Background()
+			var gone []string
+			// A middle backup, then the full base, then the newest.
+			for _, id := range []string{c.ids[2], c.ids[0], c.ids[5]} {
+				if err := c.repo.DeleteBackup(ctx, c.name, id); err != nil {
+					t.Fatalf("delete %s: %v", id, err)
+				}
+				gone = append(gone, id)
+				c.checkAll(t, gone...)
+			}
+			ms, err := c.repo.Backups(ctx, c.name)
+			if err != nil || len(ms) != 3 {
+				t.Fatalf("after deletes: %d backups, %v", len(ms), err)
+			}
+			if name == "v1" { // the deleted base stays for its dependents, hidden
+				if _, err := c.repo.Manifest(ctx, c.name, c.ids[0]); !errors.Is(err, s3chain.ErrBackupNotFound) {
+					t.Errorf("deleted v1 base still visible: %v", err)
+				}
+			}
+			if err := c.repo.DeleteBackup(ctx, c.name, c.ids[2]); !errors.Is(err, s3chain.ErrBackupNotFound) {
+				t.Errorf("delete of a deleted backup: %v", err)
+			}
+			// Any remaining backup may be a parent, not only the latest (a fork).
+			for _, p := range []string{ms[0].ID, ms[2].ID} {
+				m, _, err := c.repo.Backup(ctx, s3chain.BackupOptions{Chain: c.name, Source: c.dir + "/vol", Parent: p})
+				if err != nil || m.ParentID != p {
+					t.Errorf("backup on parent %s after deletes: %v", p, err)
+				}
+			}
+		})
 	}
 }
 
@@ -93,16 +98,20 @@ func TestGCRemovesOnlyUnreferencedBlocks(t *testing.T) {
 	if err != nil || st.DeletedBlocks != len(all)-len(live) || len(blockKeys(t, c)) != len(all) {
 		t.Fatalf("dry run: %+v, %v", st, err)
 	}
-	// A backup in progress (its marker) protects the chain.
+	// A backup in progress (a version-1 marker here) protects the chain ...
 	if err := c.store.Put(ctx, "pending/team-a_2fdb-0/0123456789abcdef.json", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := c.repo.GC(ctx, s3chain.GCOptions{}); err != nil || st.DeletedBlocks != 0 || st.SkippedChains != 1 {
 		t.Fatalf("gc during a backup: %+v, %v", st, err)
 	}
-	// ... until the marker is older than PendingTTL.
-	time.Sleep(20 * time.Millisecond)
-	st, err = c.repo.GC(ctx, s3chain.GCOptions{PendingTTL: 10 * time.Millisecond})
+	// ... until the marker is older than the lease TTL.
+	short, err := s3chain.NewRepo(c.store, s3chain.RepoOptions{LeaseTTL: 40 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	st, err = short.GC(ctx, s3chain.GCOptions{})
 	if err != nil || st.DeletedBlocks != len(all)-len(live) {
 		t.Fatalf("gc: %+v, %v", st, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // A Put writes a temporary file next to the target, fsyncs it, renames it
 // over the target and fsyncs the directory, so a crash leaves the old or
 // the new object, never a torn one (rename(2) is atomic within a
-// filesystem). Temporary names contain '~', outside the key alphabet, so
+// filesystem). PutIfAbsent does the same with link(2), which fails with
+// EEXIST rather than replace, and then removes the temporary name. Temporary names contain '~', outside the key alphabet, so
 // List never reports them. Because objects are files and prefixes are
 // directories, a key cannot also be the parent of other keys ("a" and
 // "a/b"): such a Put fails with ErrInvalidKey; the chain format never
@@ -46,6 +48,52 @@ func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.root
 func (s *fileStore) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
 
 func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
+	return s.write(ctx, "put", key, data, os.Rename)
+}
+
+// PutIfAbsent links a fully written temporary file to the key: link(2),
+// unlike rename(2), fails with EEXIST instead of replacing, so of racing
+// writers exactly one wins, and readers never see a partial object.
+// A filesystem without hard links answers ErrNotAtomic.
+func (s *fileStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	err := s.write(ctx, "put-if-absent", key, data, linkNew)
+	switch {
+	case errors.Is(err, errLinkExists):
+		return fmt.Errorf("file put-if-absent %q: %w", key, ErrObjectExists)
+	case errors.Is(err, errNoLinks):
+		return fmt.Errorf("file put-if-absent %q: %w: %w", key, ErrNotAtomic, err)
+	}
+	return err
+}
+
+var (
+	// errLinkExists: linkNew found an object (a regular file) at the name.
+	errLinkExists = errors.New("link target exists")
+	// errNoLinks: the filesystem refuses hard links (link(2) EPERM "the
+	// filesystem does not support the creation of hard links", ENOTSUP).
+	errNoLinks = errors.New("this filesystem has no hard links")
+)
+
+// linkNew hard-links the finished temporary file tmp to p and removes tmp.
+// EEXIST on a regular file is errLinkExists; on a directory it stays
+// EEXIST (the key is a prefix of other keys).
+func linkNew(tmp, p string) error {
+	err := os.Link(tmp, p)
+	os.Remove(tmp)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		if fi, serr := os.Lstat(p); serr == nil && fi.Mode().IsRegular() {
+			return errLinkExists
+		}
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP):
+		return fmt.Errorf("%w: %w", errNoLinks, err)
+	}
+	return err
+}
+
+// write stores data under key through a temporary file that commit moves
+// to its final path (rename for Put, link for PutIfAbsent).
+func (s *fileStore) write(ctx context.Context, op, key string, data []byte, commit func(tmp, p string) error) error {
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
@@ -58,7 +106,7 @@ func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
 		if created, err = s.mkdirs(filepath.Dir(p)); err != nil {
 			break
 		}
-		if err = writeFileAtomic(p, data); errors.Is(err, fs.ErrNotExist) {
+		if err = writeFileAtomic(p, data, commit); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err == nil && created {
@@ -66,15 +114,18 @@ func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
 		}
 		break
 	}
+	if errors.Is(err, errLinkExists) || errors.Is(err, errNoLinks) {
+		return err
+	}
 	// ENOTDIR: a parent is an object. EISDIR, EEXIST, ENOTEMPTY: rename(2)
-	// onto a directory, i.e. the key is a prefix.
+	// or link(2) onto a directory, i.e. the key is a prefix.
 	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) ||
 		errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
-		return fmt.Errorf("file put %q: %w: a key cannot be both an object and a prefix of other keys in a file store: %v",
-			key, ErrInvalidKey, err)
+		return fmt.Errorf("file %s %q: %w: a key cannot be both an object and a prefix of other keys in a file store: %v",
+			op, key, ErrInvalidKey, err)
 	}
 	if err != nil {
-		return fmt.Errorf("file put %q: %w", key, err)
+		return fmt.Errorf("file %s %q: %w", op, key, err)
 	}
 	return nil
 }
@@ -103,8 +154,9 @@ func (s *fileStore) syncParents(dir string) error {
 }
 
 // writeFileAtomic writes data to a temporary file in p's directory, fsyncs
-// it, renames it to p and fsyncs the directory so the rename is durable.
-func writeFileAtomic(p string, data []byte) (err error) {
+// it, commits it to p (rename or link) and fsyncs the directory so the
+// commit is durable.
+func writeFileAtomic(p string, data []byte, commit func(tmp, p string) error) (err error) {
 	dir := filepath.Dir(p)
 	f, err := os.CreateTemp(dir, filepath.Base(p)+"~tmp*")
 	if err != nil {
@@ -128,7 +180,7 @@ func writeFileAtomic(p string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(f.Name(), p); err != nil {
+	if err = commit(f.Name(), p); err != nil {
 		return err
 	}
 	return syncDir(dir)
@@ -144,14 +196,48 @@ func syncDir(dir string) error {
 }
 
 func (s *fileStore) Get(ctx context.Context, key string) ([]byte, error) {
+	return s.GetMax(ctx, key, maxObjectSize)
+}
+
+// GetMax checks the size fstat reports before reading, reads exactly that
+// many bytes and then one more to catch a file that grew meanwhile, so it
+// never holds more than min(size, maxBytes)+1 bytes.
+func (s *fileStore) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
 	if err := checkKey(ctx, key); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(s.path(key))
+	f, err := os.Open(s.path(key))
 	if err != nil {
 		return nil, fileError("get", key, err)
 	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fs.ErrNotExist // a directory is a prefix, not an object
+	}
+	if err != nil {
+		return nil, fileError("get", key, err)
+	}
+	if err := checkSize("file", key, fi.Size(), maxBytes); err != nil {
+		return nil, err
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("file get %q: read %d bytes: %w", key, fi.Size(), err)
+	}
+	if n, _ := f.Read(make([]byte, 1)); n > 0 {
+		return nil, fmt.Errorf("file get %q: %w: it grew past its fstat size %d while read, bound %d bytes",
+			key, ErrObjectTooLarge, fi.Size(), max(maxBytes, 0))
+	}
 	return data, nil
+}
+
+// checkSize fails with ErrObjectTooLarge when size exceeds maxBytes.
+func checkSize(store, key string, size, maxBytes int64) error {
+	if size > max(maxBytes, 0) {
+		return fmt.Errorf("%s get %q: %w: %d bytes, bound %d bytes", store, key, ErrObjectTooLarge, size, max(maxBytes, 0))
+	}
+	return nil
 }
 
 func (s *fileStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {

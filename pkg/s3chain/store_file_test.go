@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
@@ -81,8 +84,58 @@ func TestFileStoreKeyPrefixConflict(t *testing.T) {
 		if err := s.Put(ctx, tc[1], []byte("2")); !errors.Is(err, s3chain.ErrInvalidKey) {
 			t.Errorf("Put(%q) after Put(%q) = %v, want ErrInvalidKey", tc[1], tc[0], err)
 		}
+		if err := s.PutIfAbsent(ctx, tc[1], []byte("3")); !errors.Is(err, s3chain.ErrInvalidKey) {
+			t.Errorf("PutIfAbsent(%q) after Put(%q) = %v, want ErrInvalidKey (not ErrObjectExists)", tc[1], tc[0], err)
+		}
 		if got, err := s.Get(ctx, tc[0]); err != nil || string(got) != "1" {
 			t.Errorf("Get(%q) = %q, %v; want \"1\"", tc[0], got, err)
 		}
+	}
+}
+
+// PutIfAbsent, won or lost, leaves no temporary file behind: link(2)
+// gives the object its name and the temporary name is removed.
+func TestFileStorePutIfAbsentNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := openFile(t, dir)
+	ctx := context.Background()
+	if err := s.PutIfAbsent(ctx, "c/lock", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "c/lock", []byte("two")); !errors.Is(err, s3chain.ErrObjectExists) {
+		t.Fatalf("second PutIfAbsent = %v, want ErrObjectExists", err)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "c", "*"))
+	if len(names) != 1 || filepath.Base(names[0]) != "lock" {
+		t.Fatalf("files in c/: %q, want lock only", names)
+	}
+	if fi, err := os.Stat(names[0]); err != nil || fi.Mode().Perm() != 0o644 || fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Fatalf("lock: %v, %v; want mode 0644 and one link", fi.Mode(), err)
+	}
+}
+
+// GetMax checks the size fstat reports before reading: a sparse 6 GiB file
+// (issue 12 item 7: the file store had no bound and read whole files) is
+// refused at once, by GetMax and by Get's 5 GiB bound alike.
+func TestFileStoreGetMaxHugeFile(t *testing.T) {
+	dir := t.TempDir()
+	s := openFile(t, dir)
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(dir, "huge"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "huge"), 6<<30); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.GetMax(ctx, "huge", 4<<20); !errors.Is(err, s3chain.ErrObjectTooLarge) ||
+		!strings.Contains(err.Error(), "6442450944") || !strings.Contains(err.Error(), "4194304") {
+		t.Fatalf("GetMax of 6 GiB with a 4 MiB bound = %v, want ErrObjectTooLarge naming size and bound", err)
+	}
+	if _, err := s.Get(ctx, "huge"); !errors.Is(err, s3chain.ErrObjectTooLarge) {
+		t.Fatalf("Get of 6 GiB = %v, want ErrObjectTooLarge (5 GiB bound)", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("refusing took %v: the file was read", d)
 	}
 }

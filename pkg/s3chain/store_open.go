@@ -1,6 +1,7 @@
 package s3chain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +12,12 @@ import (
 	"strings"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
 // targetHelp says what a valid target URL looks like; every ErrBadTarget
 // from URL parsing ends with it.
-const targetHelp = "want file:///ABSOLUTE/DIR or s3://BUCKET[/PREFIX][?endpoint=HOST:PORT][&region=REGION][&insecure=true]"
+const targetHelp = "want file:///ABSOLUTE/DIR or s3://BUCKET[/PREFIX][?endpoint=HOST:PORT][&region=REGION][&insecure=true][&ca=/ABS/CA.pem][&style=path|virtual|auto][&imds=true]"
 
 // defaultS3Endpoint is used when an s3:// URL names no endpoint.
 const defaultS3Endpoint = "s3.amazonaws.com"
@@ -26,13 +26,21 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 //
 //   - file:///ABSOLUTE/DIR: a local directory, which must already exist (a
 //     missing mount must not silently become a directory on the root disk).
-//   - s3://BUCKET[/PREFIX][?endpoint=HOST[:PORT]][&region=REGION][&insecure=true]:
+//   - s3://BUCKET[/PREFIX][?endpoint=HOST[:PORT]][&region=REGION][&insecure=true]
+//     [&ca=/ABS/CA.pem][&style=path|virtual|auto][&imds=true]:
 //     keys live under PREFIX/ in BUCKET, reached with path-style requests
-//     (so any S3-compatible server works without DNS tricks) signed with
-//     creds (AWS Signature V4; empty creds send anonymous requests).
+//     by default (so any S3-compatible server works without DNS tricks;
+//     style=virtual uses BUCKET.HOST, style=auto lets minio-go choose)
+//     signed with AWS Signature V4. Credentials: creds when they carry an
+//     access key, else the first that minio-go's credential chain finds
+//     (s3Credentials): AWS_* environment variables, the shared
+//     credentials file, an IRSA web identity token or EKS Pod Identity /
+//     ECS container credentials (from their AWS_* variables), and with
+//     imds=true the EC2 instance role; with none, anonymous requests.
 //     endpoint defaults to s3.amazonaws.com, region to what the server
-//     says, insecure=true selects plain HTTP instead of HTTPS. The store
-//     is wrapped in NewRetryStore(DefaultRetryPolicy), and OpenStore
+//     says, insecure=true selects plain HTTP instead of HTTPS, ca names a
+//     PEM bundle of CAs trusted besides the system's (a private CA). The
+//     store is wrapped in NewRetryStore(DefaultRetryPolicy), and OpenStore
 //     checks that the bucket exists before returning.
 //
 // Credentials never appear in the URL (user:pass@ is refused), in String()
@@ -96,6 +104,9 @@ func parseFileURL(u *url.URL) (string, error) {
 type s3Target struct {
 	bucket, prefix, endpoint, region string
 	insecure                         bool
+	caFile                           string // PEM bundle of extra trusted CAs, "" for none
+	style                            string // bucket lookup: "path" (default), "virtual" or "auto"
+	imds                             bool   // ask the EC2 instance metadata service for a role's keys
 }
 
 // String renders the canonical URL; it holds no secret.
@@ -110,6 +121,15 @@ func (t s3Target) String() string {
 	}
 	if t.insecure {
 		q.Set("insecure", "true")
+	}
+	if t.caFile != "" {
+		q.Set("ca", t.caFile)
+	}
+	if t.style != "" && t.style != "path" {
+		q.Set("style", t.style)
+	}
+	if t.imds {
+		q.Set("imds", "true")
 	}
 	return s + "?" + q.Encode()
 }
@@ -152,10 +172,27 @@ func parseS3URL(u *url.URL) (s3Target, error) {
 			if t.insecure, err = strconv.ParseBool(v); err != nil {
 				return bad(fmt.Sprintf("insecure=%q is not a boolean", v))
 			}
+		case "imds":
+			if t.imds, err = strconv.ParseBool(v); err != nil {
+				return bad(fmt.Sprintf("imds=%q is not a boolean", v))
+			}
+		case "ca":
+			if !path.IsAbs(v) {
+				return bad(fmt.Sprintf("ca=%q must be an absolute path to a PEM file", v))
+			}
+			t.caFile = path.Clean(v)
+		case "style":
+			if _, ok := bucketLookups[v]; !ok {
+				return bad(fmt.Sprintf("style=%q must be path, virtual or auto", v))
+			}
+			t.style = v
 		default:
 			// Only the name: an unknown parameter could be a misplaced secret.
 			return bad(fmt.Sprintf("unknown parameter %q", name))
 		}
+	}
+	if t.insecure && t.caFile != "" {
+		return bad("ca= applies to HTTPS; it cannot go with insecure=true")
 	}
 	return t, nil
 }
@@ -179,17 +216,36 @@ func validEndpoint(v string) bool {
 }
 
 func openS3(ctx context.Context, t s3Target, creds Credentials) (Store, error) {
+	s3, err := newS3Store(t, creds)
+	if err != nil {
+		return nil, err
+	}
+	return checkS3(ctx, t, s3)
+}
+
+func newS3Store(t s3Target, creds Credentials) (*s3Store, error) {
+	transport, err := s3Transport(t)
+	if err != nil {
+		return nil, err
+	}
 	client, err := minio.New(t.endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken),
+		Creds:        s3Credentials(creds, t.imds),
 		Secure:       !t.insecure,
+		Transport:    transport,
 		Region:       t.region,
-		BucketLookup: minio.BucketLookupPath,
+		BucketLookup: bucketLookups[cmp.Or(t.style, "path")],
 		MaxRetries:   1, // NewRetryStore is the one retry layer
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadTarget, t, err)
 	}
-	s := NewRetryStore(&s3Store{client: client, bucket: t.bucket, prefix: t.prefix, url: t.String()}, DefaultRetryPolicy)
+	return &s3Store{client: client, bucket: t.bucket, prefix: t.prefix, url: t.String()}, nil
+}
+
+// checkS3 wraps s3 in the retry layer and checks the bucket and
+// credentials with one request.
+func checkS3(ctx context.Context, t s3Target, s3 *s3Store) (Store, error) {
+	s := NewRetryStore(s3, DefaultRetryPolicy)
 	// Fail at open, not mid-backup, on a wrong bucket or wrong credentials.
 	// A one-key listing (GET) rather than HeadBucket: a HEAD answer has no
 	// body, so a refused key id and a missing bucket cannot be told apart.

@@ -1,6 +1,7 @@
 package s3chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,8 +88,9 @@ type retryStore struct {
 // ErrTransient (throttling, 5xx, network) is tried again after an
 // exponential, jittered wait, up to policy.Attempts tries; any other error
 // (ErrObjectNotFound, ErrAccessDenied, ErrBadTarget, ErrInvalidKey, ctx's
-// own) returns at once. All operations are idempotent, which makes
-// retrying them safe. A List that fails part-way resumes after the last key
+// own) returns at once. All operations but PutIfAbsent are idempotent,
+// which makes retrying them safe; PutIfAbsent recognises its own earlier
+// write (see there). A List that fails part-way resumes after the last key
 // it delivered, so fn sees every key once, in order.
 func NewRetryStore(inner Store, policy RetryPolicy) Store {
 	return &retryStore{inner: inner, policy: policy.withDefaults()}
@@ -100,9 +102,41 @@ func (r *retryStore) Put(ctx context.Context, key string, data []byte) error {
 	return r.policy.do(ctx, func() error { return r.inner.Put(ctx, key, data) })
 }
 
-func (r *retryStore) Get(ctx context.Context, key string) (data []byte, err error) {
-	err = r.policy.do(ctx, func() error { data, err = r.inner.Get(ctx, key); return err })
+func (r *retryStore) Get(ctx context.Context, key string) ([]byte, error) {
+	return r.GetMax(ctx, key, maxObjectSize)
+}
+
+func (r *retryStore) GetMax(ctx context.Context, key string, maxBytes int64) (data []byte, err error) {
+	err = r.policy.do(ctx, func() error { data, err = r.inner.GetMax(ctx, key, maxBytes); return err })
 	return data, err
+}
+
+// PutIfAbsent is the one operation that is not idempotent: an attempt
+// that stored the object but whose answer was lost (a reset connection, a
+// 503 after the write) makes the next attempt fail with ErrObjectExists,
+// against its own object. So after any transient failure, an
+// ErrObjectExists is checked by reading the object back: the very bytes
+// of data mean an earlier attempt won, and PutIfAbsent succeeds. Two
+// writers of identical bytes therefore cannot be told apart; callers that
+// need to know which writer won put a writer-unique nonce in data.
+func (r *retryStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	uncertain := false // an earlier attempt may have stored data
+	return r.policy.do(ctx, func() error {
+		err := r.inner.PutIfAbsent(ctx, key, data)
+		if errors.Is(err, ErrObjectExists) && uncertain {
+			got, gerr := r.inner.GetMax(ctx, key, int64(len(data)))
+			switch {
+			case gerr == nil && bytes.Equal(got, data):
+				return nil
+			case errors.Is(gerr, ErrTransient):
+				return gerr // read it back on the next attempt
+			}
+		}
+		if errors.Is(err, ErrTransient) {
+			uncertain = true
+		}
+		return err
+	})
 }
 
 func (r *retryStore) Stat(ctx context.Context, key string) (info ObjectInfo, err error) {

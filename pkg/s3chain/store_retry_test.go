@@ -180,3 +180,82 @@ func TestS3StoreRetriesSlowDown(t *testing.T) {
 }
 
 func eq(want string) func(string) bool { return func(k string) bool { return k == want } }
+
+// A PutIfAbsent whose write landed but whose answer was lost (a 503 after
+// the write) is retried; the retry finds its own bytes under the key and
+// succeeds, where a plain retry would report ErrObjectExists and make the
+// caller believe another writer won.
+func TestRetryPutIfAbsentLostAnswer(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	f := storetest.NewFaulty(mem).Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, After: true,
+		Err: fmt.Errorf("503 after the write: %w", s3chain.ErrTransient)})
+	s := s3chain.NewRetryStore(f, fastRetry)
+	if err := s.PutIfAbsent(ctx, "lock", []byte("mine")); err != nil {
+		t.Fatalf("PutIfAbsent with a lost answer = %v, want nil", err)
+	}
+	if f.Calls(storetest.OpPutIfAbsent) != 2 {
+		t.Fatalf("PutIfAbsent attempts = %d, want 2", f.Calls(storetest.OpPutIfAbsent))
+	}
+	if got, _ := mem.Get(ctx, "lock"); string(got) != "mine" {
+		t.Fatalf("stored %q, want mine", got)
+	}
+	// Now taken: another writer, even one retrying, gets ErrObjectExists.
+	f.Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, After: true, Err: s3chain.ErrTransient})
+	if err := s.PutIfAbsent(ctx, "lock", []byte("theirs")); !errors.Is(err, s3chain.ErrObjectExists) {
+		t.Fatalf("PutIfAbsent of other bytes = %v, want ErrObjectExists", err)
+	}
+}
+
+// The read-back happens only after a transient failure: the same bytes
+// already stored by someone else, with no failed attempt of ours, are
+// ErrObjectExists; and bytes of another writer found after a transient
+// failure that wrote nothing are ErrObjectExists too.
+func TestRetryPutIfAbsentExists(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	_ = mem.Put(ctx, "same", []byte("data"))
+	_ = mem.Put(ctx, "other", []byte("their data"))
+	f := storetest.NewFaulty(mem)
+	s := s3chain.NewRetryStore(f, fastRetry)
+	if err := s.PutIfAbsent(ctx, "same", []byte("data")); !errors.Is(err, s3chain.ErrObjectExists) {
+		t.Fatalf("PutIfAbsent of an existing key's own bytes, no retry = %v, want ErrObjectExists", err)
+	}
+	if f.Calls(storetest.OpGet) != 0 {
+		t.Fatalf("read back without a failed attempt: %d Gets", f.Calls(storetest.OpGet))
+	}
+	f.Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, Err: s3chain.ErrTransient})
+	if err := s.PutIfAbsent(ctx, "other", []byte("mine")); !errors.Is(err, s3chain.ErrObjectExists) {
+		t.Fatalf("PutIfAbsent after a transient failure, key taken by other bytes = %v, want ErrObjectExists", err)
+	}
+	if got, _ := mem.Get(ctx, "other"); string(got) != "their data" {
+		t.Fatalf("other = %q, want their data", got)
+	}
+	// A transient failure of the read-back is retried like any other.
+	f.Clear()
+	f.Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, After: true, Err: s3chain.ErrTransient})
+	f.Add(storetest.Fault{Op: storetest.OpGet, Nth: 1, Err: s3chain.ErrTransient})
+	if err := s.PutIfAbsent(ctx, "fresh", []byte("mine")); err != nil {
+		t.Fatalf("PutIfAbsent with a lost answer and a failed read-back = %v, want nil", err)
+	}
+}
+
+// GetMax is retried like Get; ErrObjectTooLarge and ErrNotAtomic are
+// answers, not failures, and are not retried.
+func TestRetryGetMaxAndNotAtomic(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	_ = mem.Put(ctx, "k", []byte("0123456789"))
+	f := storetest.NewFaulty(mem).Add(storetest.Fault{Op: storetest.OpGet, Times: 2, Err: s3chain.ErrTransient})
+	s := s3chain.NewRetryStore(f, fastRetry)
+	if got, err := s.GetMax(ctx, "k", 10); err != nil || string(got) != "0123456789" || f.Gets("k") != 3 {
+		t.Fatalf("GetMax = %q, %v after %d Gets; want the object after 3", got, err, f.Gets("k"))
+	}
+	if _, err := s.GetMax(ctx, "k", 9); !errors.Is(err, s3chain.ErrObjectTooLarge) || f.Gets("k") != 4 {
+		t.Fatalf("GetMax over the bound = %v after %d Gets; want ErrObjectTooLarge after 1 more", err, f.Gets("k"))
+	}
+	f.WithoutConditionalWrites()
+	if err := s.PutIfAbsent(ctx, "new", []byte("x")); !errors.Is(err, s3chain.ErrNotAtomic) || f.Calls(storetest.OpPutIfAbsent) != 1 {
+		t.Fatalf("PutIfAbsent = %v after %d calls; want ErrNotAtomic after 1", err, f.Calls(storetest.OpPutIfAbsent))
+	}
+}

@@ -17,8 +17,12 @@ import (
 //	SignatureDoesNotMatch, 403             -> ErrAccessDenied
 //	(and versitygw's XAdminUserNotFound)
 //	NoSuchBucket, InvalidBucketName        -> ErrBadTarget
+//	PreconditionFailed, 412                -> ErrObjectExists
+//	(only PutIfAbsent sends a precondition, If-None-Match: *)
 //	SlowDown and other throttling codes,
-//	408, 429, 5xx, network errors          -> ErrTransient
+//	408, 429, 5xx but 501, network errors,
+//	ConditionalRequestConflict (409)       -> ErrTransient
+//	NotImplemented (501)                   -> none: it will not pass
 //
 // Codes are those of the S3 API Reference, "Error responses". The original
 // error stays wrapped too, for its message and request id. Context
@@ -41,6 +45,9 @@ func translateError(op, key string, err error) error {
 func classifyS3Error(err error) error {
 	var resp minio.ErrorResponse
 	if !errors.As(err, &resp) {
+		if untrustedTLS(err) { // no retry makes a certificate trusted (store_auth.go)
+			return ErrBadTarget
+		}
 		// Not an S3 answer: the request never got one (refused connection,
 		// reset, timeout, DNS). Worth another try.
 		return ErrTransient
@@ -55,8 +62,14 @@ func classifyS3Error(err error) error {
 		return ErrAccessDenied
 	case "NoSuchBucket", "InvalidBucketName":
 		return ErrBadTarget
+	case "PreconditionFailed":
+		return ErrObjectExists
+	case "NotImplemented":
+		return nil
 	case "SlowDown", "SlowDownRead", "SlowDownWrite", "Throttling", "ThrottlingException",
-		"RequestLimitExceeded", "RequestThrottled", "RequestTimeout", "InternalError", "ServiceUnavailable":
+		"RequestLimitExceeded", "RequestThrottled", "RequestTimeout", "InternalError", "ServiceUnavailable",
+		// AWS: a conditional write raced another write of the key; retry.
+		"ConditionalRequestConflict":
 		return ErrTransient
 	}
 	switch s := resp.StatusCode; {
@@ -64,6 +77,10 @@ func classifyS3Error(err error) error {
 		return ErrObjectNotFound
 	case s == http.StatusForbidden:
 		return ErrAccessDenied
+	case s == http.StatusPreconditionFailed:
+		return ErrObjectExists
+	case s == http.StatusNotImplemented:
+		return nil
 	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s >= 500:
 		return ErrTransient
 	}

@@ -37,15 +37,15 @@ func (r *Repo) Verify(ctx context.Context, chain, backupID string, deep bool) er
 			var err error
 			if deep {
 				var obj []byte
-				if obj, err = r.store.Get(ctx, key); err == nil {
-					if _, cerr := r.checkBlock(cfg, obj, d, tip.blockLen(i), nil); cerr != nil {
+				if obj, err = r.store.GetMax(ctx, key, cfg.maxBlockObject()); err == nil {
+					if _, cerr := cfg.checkBlock(obj, d, tip.blockLen(i), nil); cerr != nil {
 						return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, i, key, cerr)
 					}
 				}
 			} else {
 				_, err = r.store.Stat(ctx, key)
 			}
-			if errors.Is(err, ErrObjectNotFound) {
+			if errors.Is(err, ErrObjectNotFound) || errors.Is(err, ErrObjectTooLarge) {
 				return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, i, key, err)
 			}
 			if err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,9 +24,17 @@ func TestCSIClient(t *testing.T) {
 		NodeID   string            `json:"nodeId"`
 		Topology map[string]string `json:"topology"`
 		Ready    bool              `json:"ready"`
+		Plugin   []string          `json:"pluginCapabilities"`
 	}](t, c.ok(csi("info", "-o", "json")...))
 	if info.NodeID != "cli-node" || !info.Ready || len(info.Topology) == 0 {
 		t.Fatalf("csi info = %+v", info)
+	}
+	// Issue 20: expansion was read through the service getter: UNKNOWN.
+	if !slices.Contains(info.Plugin, "VOLUME_EXPANSION_ONLINE") || slices.Contains(info.Plugin, "UNKNOWN") {
+		t.Errorf("csi info plugin capabilities = %v, want VOLUME_EXPANSION_ONLINE and no UNKNOWN", info.Plugin)
+	}
+	if out := c.ok(csi("info")...); strings.Contains(out, "UNKNOWN") {
+		t.Errorf("csi info:\n%s", out)
 	}
 	vol := strings.TrimSpace(c.ok(csi("volume", "create", "v1", "--size", "64Mi", "--fs-type", "ext4", "--node-topology", "-q")...))
 	vols := decode[struct {

@@ -74,7 +74,31 @@ func (c *ctl) run(args ...string) result {
 			c.t.Fatalf("chainvolctl %v printed a secret", args)
 		}
 	}
+	if l := repeatedPrefix(r.stderr); l != "" {
+		c.t.Errorf("chainvolctl %v: the error repeats its prefix: %q", args, l)
+	}
 	return r
+}
+
+// repeatedPrefix returns the first "Error: " line of stderr whose first two
+// ": "-separated parts start with the same word, as in "verify x@b: verify
+// backup ...": every error of every test run is checked (issue 20).
+func repeatedPrefix(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		msg, ok := strings.CutPrefix(l, "Error: ")
+		if !ok {
+			continue
+		}
+		if parts := strings.SplitN(msg, ": ", 3); len(parts) >= 2 && firstWord(parts[0]) == firstWord(parts[1]) {
+			return l
+		}
+	}
+	return ""
+}
+
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	return strings.ToLower(strings.Trim(w, `"'`))
 }
 
 // ok runs a command that must succeed and returns its stdout.

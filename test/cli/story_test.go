@@ -81,7 +81,7 @@ func storyRun(t *testing.T, c *ctl, dir string, g []string, ref, fileRoot string
 	if ls := decode[[]backupJSON](t, c.ok(cmd("backup", "ls", chain, "-o", "json")...)); len(ls) != 2 || ls[1].ID != ids[2] {
 		t.Fatalf("after rm, backup ls = %+v", ls)
 	}
-	c.fails(1, cmd("backup", "show", chain+"@"+ids[1])...)
+	c.fails(3, cmd("backup", "show", chain+"@"+ids[1])...) // 3: not found (issue 17)
 	gcCheck(t, c, g, ref, fileRoot)
 	for _, id := range kept {
 		c.ok(cmd("backup", "verify", chain+"@"+id, "--deep")...)
@@ -105,7 +105,8 @@ func restoreCheck(t *testing.T, c *ctl, g []string, chain string, ids []string, 
 }
 
 // gcCheck: a dry run deletes nothing, the real run exactly the one block
-// only the removed backup referenced.
+// only the removed backup referenced (--min-age 0s: the block is seconds old,
+// younger than gc's default grace period).
 func gcCheck(t *testing.T, c *ctl, g []string, ref, fileRoot string) {
 	t.Helper()
 	in := strings.TrimSuffix(ref, ":")
@@ -113,11 +114,11 @@ func gcCheck(t *testing.T, c *ctl, g []string, ref, fileRoot string) {
 	if fileRoot != "" {
 		before = len(blockFiles(t, fileRoot))
 	}
-	dry := decode[gcJSON](t, c.ok(append(g, "gc", "--dry-run", "--in", in, "-o", "json")...))
+	dry := decode[gcJSON](t, c.ok(append(g, "gc", "--dry-run", "--min-age", "0s", "--in", in, "-o", "json")...))
 	if fileRoot != "" && len(blockFiles(t, fileRoot)) != before {
 		t.Fatalf("gc --dry-run deleted block objects")
 	}
-	real := decode[gcJSON](t, c.ok(append(g, "gc", "--in", in, "-o", "json")...))
+	real := decode[gcJSON](t, c.ok(append(g, "gc", "--min-age", "0s", "--in", in, "-o", "json")...))
 	if !dry.DryRun || real.DryRun || dry.DeletedBlocks != 1 || real.DeletedBlocks != 1 {
 		t.Fatalf("gc dry run %+v, real %+v; want exactly 1 unreferenced block", dry, real)
 	}

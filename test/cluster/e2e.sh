@@ -3,17 +3,19 @@
 # Builds (or reuses) the Kubernetes binaries, the CSI sidecars and the images,
 # brings up etcd, the control plane, containerd and a kubelet in a network
 # namespace of their own, installs the snapshot CRDs and controller and
-# deploy/base through test/cluster/overlay, runs the scenarios and tears
+# the image `make image` built through charts/chainvol (test/cluster/values.yaml),
+# runs the scenarios and tears
 # everything down, pass or fail. Needs root; see test/cluster/README.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib/common.sh"
 source "$HERE/lib/kube.sh"
 source "$HERE/lib/scenarios.sh"
+source "$HERE/lib/scenarios_apps.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
 # restore outlives the provisioner's CreateVolume timeout (3s in
-# test/cluster/overlay, so 2s of waiting per call) with a margin: restores
+# test/cluster/values.yaml, so 2s of waiting per call) with a margin: restores
 # ran at 360 MiB/s to 1 GiB/s on these 2-core machines.
 BIG_GIB=${BIG_GIB:-5}
 T_START=$SECONDS
@@ -67,3 +69,7 @@ step "restore after namespace loss: by class, by handle" s_restore
 step "XFS backup into an ext4 class: refused" s_fstype_refused
 step "long restore: progress events, then bound" s_long_restore
 step "online expansion (XFS) seen by the pod" s_expand_online
+step "XFS backup through the example restore class" s_example_restore_class
+step "issue 14: import by handle after losing all" s_import_after_loss
+step "issue 18: StatefulSet back from @before:T" s_statefulset_before
+step "issue 18: Delete-class import frees bytes" s_retention

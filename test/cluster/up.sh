@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # up.sh: bring the test cluster up from the binaries build.sh made: host
 # setup, PKI, control plane, containerd, images, kubelet, snapshot CRDs and
-# controller, chainvol through overlay/, and the scenarios' classes. A process
+# controller, chainvol through charts/chainvol, and the scenarios' classes. A process
 # of its own so that `set -e` holds (e2e.sh calls it inside a condition,
 # where bash ignores -e). By hand: `up.sh`, then `teardown.sh`.
 set -euo pipefail

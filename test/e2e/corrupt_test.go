@@ -19,7 +19,7 @@ import (
 // within bounded time, and leaves no volume behind; once the object is
 // repaired, the same CreateVolume request succeeds without a new name.
 func TestCorruptBlock(t *testing.T) {
-	n := startDriver(t, "node-a", nil)
+	n := startDriver(t, "node-a", noLocalBase) // the restore must read the target
 	vol := createVolume(t, n.Ctrl, "victim", volSize, mountCap("ext4"), nil)
 	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
 	writeTree(t, p.Path, 8, 24*mib)

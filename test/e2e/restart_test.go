@@ -24,6 +24,7 @@ func TestRestartMidRestore(t *testing.T) {
 	opts := driver.Options{Endpoint: "unix://" + filepath.Join(dir, "csi.sock"), NodeID: "node-a", PoolDir: poolDir,
 		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
 	s3.opts(s3.url(proxy.Addr))(&opts)
+	noLocalBase(&opts) // the restore must read the (slow) target
 	first := startChild(t, opts)
 
 	const size = 256 * mib

@@ -40,8 +40,8 @@ func roundTrip(t *testing.T, fsType string) {
 	after := hashTree(t, p.Path)
 	incr := backup(t, n.Ctrl, vol.GetVolumeId(), name+"-b2", offsite)
 	unpublishUnstage(t, p)
-	if tgt, chain, _ := splitBackupID(t, full); tgt != offsite || chain != name {
-		t.Fatalf("backup id %s: want target %s and chain %s (the volume's name)", full, offsite, name)
+	if tgt, chain, _ := splitBackupID(t, full); tgt != offsite || chain != "_volume/"+name {
+		t.Fatalf("backup id %s: want target %s and chain _volume/%s (the volume's name)", full, offsite, name)
 	}
 
 	repo := openRepo(t, url, s3.creds)

@@ -3,7 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
@@ -14,14 +17,16 @@ var ErrInjected = errors.New("injected fault")
 // Op names a Store operation for a Fault.
 type Op string
 
-// The Store operations a Fault can target.
+// The Store operations a Fault can target. OpGet covers Get and GetMax
+// (Get is GetMax with no bound); OpPutIfAbsent is separate from OpPut.
 const (
-	OpAny    Op = ""
-	OpPut    Op = "put"
-	OpGet    Op = "get"
-	OpStat   Op = "stat"
-	OpDelete Op = "delete"
-	OpList   Op = "list"
+	OpAny         Op = ""
+	OpPut         Op = "put"
+	OpPutIfAbsent Op = "put-if-absent"
+	OpGet         Op = "get"
+	OpStat        Op = "stat"
+	OpDelete      Op = "delete"
+	OpList        Op = "list"
 )
 
 // Fault is one injected failure rule of a Faulty store. A call matches
@@ -46,20 +51,28 @@ type Fault struct {
 	// Corrupt, for Get, returns the inner object with one bit flipped (in
 	// the middle byte; an empty object gains a byte) instead of an error.
 	Corrupt bool
+	// Delay waits this long (or until ctx ends, which fails the call with
+	// ctx's error) before the call reaches the inner store. A fault with
+	// only Delay set (no Err, After or Corrupt) lets the call run after
+	// the wait and does not decide it: the delays of all such faults that
+	// fire add up, and an error fault may still fire on the same call.
+	Delay time.Duration
 
 	seen, fired int
 }
 
-// Faulty wraps a Store and injects the failures of its Faults, in the
-// manner of kopia's FaultyStorage, for engine tests. It also counts the
-// calls of every operation and the Gets of every key. Safe for concurrent
-// use.
+// Faulty wraps a Store and injects the failures and delays of its Faults,
+// in the manner of kopia's FaultyStorage, for engine tests; with
+// WithoutConditionalWrites it is a store without atomic create. It also
+// counts the calls of every operation and the Gets (and GetMaxes) of
+// every key. Safe for concurrent use.
 type Faulty struct {
 	inner  s3chain.Store
 	mu     sync.Mutex
 	faults []*Fault
 	ops    map[Op]int
 	gets   map[string]int
+	noCond bool // PutIfAbsent answers s3chain.ErrNotAtomic
 }
 
 var _ s3chain.Store = (*Faulty)(nil)
@@ -95,6 +108,23 @@ func (f *Faulty) CorruptGets(match func(key string) bool) *Faulty {
 	return f.Add(Fault{Op: OpGet, Key: match, Corrupt: true})
 }
 
+// Delay makes every call of op whose key matches (nil: every key) wait d
+// before it runs; see Fault.Delay.
+func (f *Faulty) Delay(op Op, match func(key string) bool, d time.Duration) *Faulty {
+	return f.Add(Fault{Op: op, Key: match, Delay: d})
+}
+
+// WithoutConditionalWrites makes the store behave like an S3 server that
+// ignores If-None-Match: every PutIfAbsent answers s3chain.ErrNotAtomic
+// and writes nothing (faults on OpPutIfAbsent still fire first). It
+// survives Clear.
+func (f *Faulty) WithoutConditionalWrites() *Faulty {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noCond = true
+	return f
+}
+
 // Clear removes all faults; the counters stay.
 func (f *Faulty) Clear() {
 	f.mu.Lock()
@@ -124,26 +154,37 @@ func (f *Faulty) Gets(key string) int {
 	return f.gets[key]
 }
 
-// match counts the call and returns the fault that fires for it, or nil.
-func (f *Faulty) match(op Op, key string) *Fault {
+// match counts the call and returns the fault that decides it (nil: none)
+// and the total wait of the delay-only faults that fire.
+func (f *Faulty) match(op Op, key string) (*Fault, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ops[op]++
 	if op == OpGet {
 		f.gets[key]++
 	}
+	var delay time.Duration
 	for _, ft := range f.faults {
 		if (ft.Op != OpAny && ft.Op != op) || (ft.Key != nil && !ft.Key(key)) {
 			continue
 		}
 		ft.seen++
 		fire := ft.seen == ft.Nth || (ft.Nth == 0 && (ft.Times == 0 || ft.fired < ft.Times))
-		if fire {
-			ft.fired++
-			return ft
+		if !fire {
+			continue
 		}
+		ft.fired++
+		if ft.delayOnly() {
+			delay += ft.Delay
+			continue
+		}
+		return ft, delay + ft.Delay
 	}
-	return nil
+	return nil, delay
+}
+
+func (ft *Fault) delayOnly() bool {
+	return ft.Delay > 0 && ft.Err == nil && !ft.After && !ft.Corrupt
 }
 
 func (ft *Fault) err() error {
@@ -153,8 +194,18 @@ func (ft *Fault) err() error {
 	return ErrInjected
 }
 
-// run applies the fault ft (nil: none) around the inner operation do.
-func run(ft *Fault, do func() error) error {
+// call matches a call of op on key, waits its delay and applies the
+// deciding fault around the inner operation do.
+func (f *Faulty) call(ctx context.Context, op Op, key string, do func() error) error {
+	ft, delay := f.match(op, key)
+	if err := sleep(ctx, delay); err != nil {
+		return err
+	}
+	return apply(ft, do)
+}
+
+// apply applies the fault ft (nil: none) around the inner operation do.
+func apply(ft *Fault, do func() error) error {
 	if ft == nil {
 		return do()
 	}
@@ -164,16 +215,56 @@ func run(ft *Fault, do func() error) error {
 	return ft.err()
 }
 
-// Put stores through inner unless a fault fires.
-func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
-	return run(f.match(OpPut, key), func() error { return f.inner.Put(ctx, key, data) })
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("injected delay of %v: %w", d, ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
-// Get reads through inner unless a fault fires; a Corrupt fault flips a bit.
+// Put stores through inner unless a fault fires.
+func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
+	return f.call(ctx, OpPut, key, func() error { return f.inner.Put(ctx, key, data) })
+}
+
+// PutIfAbsent stores through inner unless a fault fires, or answers
+// s3chain.ErrNotAtomic after WithoutConditionalWrites.
+func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	return f.call(ctx, OpPutIfAbsent, key, func() error {
+		f.mu.Lock()
+		noCond := f.noCond
+		f.mu.Unlock()
+		if noCond {
+			if err := check(ctx, key); err != nil {
+				return err
+			}
+			return fmt.Errorf("faulty put-if-absent %q: %w: conditional writes turned off", key, s3chain.ErrNotAtomic)
+		}
+		return f.inner.PutIfAbsent(ctx, key, data)
+	})
+}
+
+// Get is GetMax with no bound.
 func (f *Faulty) Get(ctx context.Context, key string) ([]byte, error) {
-	ft := f.match(OpGet, key)
+	return f.GetMax(ctx, key, math.MaxInt64)
+}
+
+// GetMax reads through inner unless a fault fires; a Corrupt fault flips
+// a bit.
+func (f *Faulty) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
+	ft, delay := f.match(OpGet, key)
+	if err := sleep(ctx, delay); err != nil {
+		return nil, err
+	}
 	if ft != nil && ft.Corrupt {
-		data, err := f.inner.Get(ctx, key)
+		data, err := f.inner.GetMax(ctx, key, maxBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +275,7 @@ func (f *Faulty) Get(ctx context.Context, key string) ([]byte, error) {
 		return data, nil
 	}
 	var data []byte
-	err := run(ft, func() (err error) { data, err = f.inner.Get(ctx, key); return err })
+	err := apply(ft, func() (err error) { data, err = f.inner.GetMax(ctx, key, maxBytes); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +285,7 @@ func (f *Faulty) Get(ctx context.Context, key string) ([]byte, error) {
 // Stat reads through inner unless a fault fires.
 func (f *Faulty) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, error) {
 	var info s3chain.ObjectInfo
-	err := run(f.match(OpStat, key), func() (err error) { info, err = f.inner.Stat(ctx, key); return err })
+	err := f.call(ctx, OpStat, key, func() (err error) { info, err = f.inner.Stat(ctx, key); return err })
 	if err != nil {
 		return s3chain.ObjectInfo{}, err
 	}
@@ -203,12 +294,12 @@ func (f *Faulty) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, erro
 
 // Delete deletes through inner unless a fault fires.
 func (f *Faulty) Delete(ctx context.Context, key string) error {
-	return run(f.match(OpDelete, key), func() error { return f.inner.Delete(ctx, key) })
+	return f.call(ctx, OpDelete, key, func() error { return f.inner.Delete(ctx, key) })
 }
 
 // List lists through inner unless a fault fires (matched on prefix).
 func (f *Faulty) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
-	return run(f.match(OpList, prefix), func() error { return f.inner.List(ctx, prefix, fn) })
+	return f.call(ctx, OpList, prefix, func() error { return f.inner.List(ctx, prefix, fn) })
 }
 
 // String returns "faulty+" and inner's String.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
@@ -78,5 +79,71 @@ func TestFaultyCorruptGets(t *testing.T) {
 	}
 	if got, _ := mem.Get(ctx, "bad"); !bytes.Equal(got, orig) {
 		t.Fatalf("corruption reached the stored object: %q", got)
+	}
+}
+
+// Without conditional writes, Faulty passes the suite's fallback contract.
+func TestFaultySuiteWithoutConditionalWrites(t *testing.T) {
+	storetest.RunSuite(t, func(*testing.T) s3chain.Store {
+		return storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites()
+	}, storetest.NoAtomicCreate())
+}
+
+// Delay-only faults slow the calls they match and let them run, add up,
+// and leave room for an error fault on the same call; ctx ends a delay.
+func TestFaultyDelay(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem()).
+		Delay(storetest.OpPutIfAbsent, func(k string) bool { return k == "slow" }, 30*time.Millisecond).
+		Delay(storetest.OpAny, nil, 20*time.Millisecond)
+	start := time.Now()
+	if err := f.PutIfAbsent(ctx, "slow", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("delayed PutIfAbsent took %v, want >= 50ms (both delays)", d)
+	}
+	if got, err := f.GetMax(ctx, "slow", 1); err != nil || string(got) != "x" {
+		t.Fatalf("GetMax = %q, %v", got, err)
+	}
+	f.FailNth(storetest.OpPutIfAbsent, 2, nil) // the second PutIfAbsent from now
+	_ = f.PutIfAbsent(ctx, "a", nil)
+	start = time.Now()
+	if err := f.PutIfAbsent(ctx, "b", nil); !errors.Is(err, storetest.ErrInjected) || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("PutIfAbsent with a delay and an error fault = %v after %v; want ErrInjected after >= 20ms", err, time.Since(start))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	if _, err := f.GetMax(cctx, "slow", 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("GetMax whose ctx ends during the delay = %v, want DeadlineExceeded", err)
+	}
+}
+
+// GetMax counts as OpGet (so Get faults keep firing when callers move to
+// GetMax), and PutIfAbsent faults are their own: an After fault models a
+// conditional PUT whose answer was lost.
+func TestFaultyNewOps(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMem()
+	f := storetest.NewFaulty(mem).
+		FailKeys(storetest.OpGet, func(k string) bool { return k == "bad" }, s3chain.ErrTransient).
+		Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, After: true})
+	if err := f.Put(ctx, "bad", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.GetMax(ctx, "bad", 10); !errors.Is(err, s3chain.ErrTransient) || f.Gets("bad") != 1 {
+		t.Fatalf("GetMax(bad) = %v with %d Gets counted; want ErrTransient, 1", err, f.Gets("bad"))
+	}
+	if err := f.PutIfAbsent(ctx, "lock", []byte("l")); !errors.Is(err, storetest.ErrInjected) {
+		t.Fatalf("PutIfAbsent with an After fault = %v, want ErrInjected", err)
+	}
+	if got, err := mem.Get(ctx, "lock"); err != nil || string(got) != "l" {
+		t.Fatalf("the After fault's write = %q, %v; want it stored", got, err)
+	}
+	if err := f.PutIfAbsent(ctx, "lock", []byte("l")); !errors.Is(err, s3chain.ErrObjectExists) {
+		t.Fatalf("second PutIfAbsent = %v, want ErrObjectExists", err)
+	}
+	if f.Calls(storetest.OpPutIfAbsent) != 2 || f.Calls(storetest.OpPut) != 1 {
+		t.Fatalf("Calls: put-if-absent %d, put %d; want 2, 1", f.Calls(storetest.OpPutIfAbsent), f.Calls(storetest.OpPut))
 	}
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,9 +43,15 @@ func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// Get returns a copy of the object. Errors: s3chain.ErrObjectNotFound,
-// s3chain.ErrInvalidKey, ctx.Err().
+// Get is GetMax without a bound.
 func (m *Mem) Get(ctx context.Context, key string) ([]byte, error) {
+	return m.GetMax(ctx, key, math.MaxInt64)
+}
+
+// GetMax returns a copy of the object if it is at most maxBytes long.
+// Errors: s3chain.ErrObjectNotFound, s3chain.ErrObjectTooLarge,
+// s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
 	if err := check(ctx, key); err != nil {
 		return nil, err
 	}
@@ -54,8 +61,26 @@ func (m *Mem) Get(ctx context.Context, key string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("mem get %q: %w", key, s3chain.ErrObjectNotFound)
 	}
+	if size := int64(len(o.data)); size > max(maxBytes, 0) {
+		return nil, fmt.Errorf("mem get %q: %w: %d bytes, bound %d bytes", key, s3chain.ErrObjectTooLarge, size, max(maxBytes, 0))
+	}
 	// Never nil, even for an empty object, like the real stores.
 	return append([]byte{}, o.data...), nil
+}
+
+// PutIfAbsent stores a copy of data under key unless the key exists.
+// Errors: s3chain.ErrObjectExists, s3chain.ErrInvalidKey, ctx.Err().
+func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := check(ctx, key); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.objs[key]; ok {
+		return fmt.Errorf("mem put-if-absent %q: %w", key, s3chain.ErrObjectExists)
+	}
+	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	return nil
 }
 
 // Stat returns the object's size in bytes and time of its last Put.

@@ -20,13 +20,18 @@ import (
 // (each subtest gets its own). It checks the rules written on the Store
 // interface: whole-object put/get/overwrite, Stat sizes, ErrObjectNotFound
 // for missing keys, idempotent Delete, ErrInvalidKey, lexical List order
-// with prefixes, List stopping on a callback error, ctx cancellation, and
-// concurrent Puts that never tear an object.
-func RunSuite(t *testing.T, newStore func(t *testing.T) s3chain.Store) {
-	for _, tc := range []struct {
-		name string
-		fn   func(*testing.T, s3chain.Store)
-	}{
+// with prefixes, List stopping on a callback error, ctx cancellation,
+// concurrent Puts that never tear an object, GetMax's bound
+// (ErrObjectTooLarge) and PutIfAbsent's create-once (ErrObjectExists, one
+// winner of a race). A store that cannot create atomically is run with
+// NoAtomicCreate, which replaces the PutIfAbsent cases by the fallback
+// contract: ErrNotAtomic every time, nothing written.
+func RunSuite(t *testing.T, newStore func(t *testing.T) s3chain.Store, opts ...SuiteOption) {
+	var cfg suiteConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cases := []suiteCase{
 		{"PutGet", testPutGet},
 		{"Overwrite", testOverwrite},
 		{"Stat", testStat},
@@ -38,9 +43,39 @@ func RunSuite(t *testing.T, newStore func(t *testing.T) s3chain.Store) {
 		{"ListWhileDeleting", testListWhileDeleting},
 		{"ContextCancelled", testContextCancelled},
 		{"ConcurrentPuts", testConcurrentPuts},
-	} {
+		{"GetMax", testGetMax},
+	}
+	if cfg.noAtomicCreate {
+		cases = append(cases, suiteCase{"PutIfAbsentNotAtomic", testPutIfAbsentNotAtomic})
+	} else {
+		cases = append(cases, []suiteCase{
+			{"PutIfAbsent", testPutIfAbsent},
+			{"PutIfAbsentRace", testPutIfAbsentRace},
+		}...)
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}
+}
+
+type suiteCase struct {
+	name string
+	fn   func(*testing.T, s3chain.Store)
+}
+
+// SuiteOption adjusts RunSuite to a kind of store.
+type SuiteOption func(*suiteConfig)
+
+type suiteConfig struct {
+	noAtomicCreate bool
+}
+
+// NoAtomicCreate declares that the stores under test have no atomic
+// create (an S3 server that ignores If-None-Match): RunSuite then checks
+// that PutIfAbsent answers s3chain.ErrNotAtomic consistently and writes
+// nothing, instead of its create-once cases.
+func NoAtomicCreate() SuiteOption {
+	return func(c *suiteConfig) { c.noAtomicCreate = true }
 }
 
 // randBytes returns n reproducible pseudo-random bytes for seed.
@@ -143,6 +178,9 @@ func testMissing(t *testing.T, s s3chain.Store) {
 		if _, err := s.Stat(ctx, key); !errors.Is(err, s3chain.ErrObjectNotFound) {
 			t.Errorf("Stat(%q) error = %v, want ErrObjectNotFound", key, err)
 		}
+		if _, err := s.GetMax(ctx, key, 1<<20); !errors.Is(err, s3chain.ErrObjectNotFound) {
+			t.Errorf("GetMax(%q) error = %v, want ErrObjectNotFound", key, err)
+		}
 	}
 }
 
@@ -182,6 +220,13 @@ func testInvalidKeys(t *testing.T, s s3chain.Store) {
 		}
 		if _, err := s.Get(ctx, key); !errors.Is(err, s3chain.ErrInvalidKey) {
 			t.Errorf("Get(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		if _, err := s.GetMax(ctx, key, 10); !errors.Is(err, s3chain.ErrInvalidKey) {
+			t.Errorf("GetMax(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		// Before ErrNotAtomic too: a bad key is the caller's bug everywhere.
+		if err := s.PutIfAbsent(ctx, key, []byte("x")); !errors.Is(err, s3chain.ErrInvalidKey) {
+			t.Errorf("PutIfAbsent(%q) = %v, want ErrInvalidKey", key, err)
 		}
 	}
 	if keys, _ := listKeys(t, s, ""); len(keys) != 0 {
@@ -271,6 +316,9 @@ func testContextCancelled(t *testing.T, s s3chain.Store) {
 	check("Put", s.Put(ctx, "x/new", []byte("n")))
 	_, err := s.Get(ctx, "x/present")
 	check("Get", err)
+	_, err = s.GetMax(ctx, "x/present", 10)
+	check("GetMax", err)
+	check("PutIfAbsent", s.PutIfAbsent(ctx, "x/new", []byte("n")))
 	_, err = s.Stat(ctx, "x/present")
 	check("Stat", err)
 	check("Delete", s.Delete(ctx, "x/present"))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
@@ -26,10 +28,12 @@ type Target struct {
 }
 
 // Set is the ordered list of configured targets (the first is the default)
-// with the credentials from a credentials file, if any.
+// with the credentials of a credentials file, if any.
 type Set struct {
 	targets []Target
 	file    Secrets
+	// watched, when set, replaces file: a file read again when it changes.
+	watched *credentialsFile
 }
 
 // NewSet parses NAME=URL specs; with none, the only target is DefaultName at
@@ -56,6 +60,20 @@ func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error
 	return s, nil
 }
 
+// UseCredentialsFile makes the credentials file at path the source of the
+// credentials a request does not bring, in place of NewSet's fileSecrets.
+// It is read now (errors: those of ReadSecretsFile) and again by every Open
+// after it changed (kubelet's atomic update of a Secret volume), so rotated
+// keys apply without a restart.
+func (s *Set) UseCredentialsFile(path string) error {
+	f, err := newCredentialsFile(path)
+	if err != nil {
+		return err
+	}
+	s.watched = f
+	return nil
+}
+
 // Default returns the default target's name.
 func (s *Set) Default() string { return s.targets[0].Name }
 
@@ -79,14 +97,41 @@ func (s *Set) Lookup(name string) (Target, error) {
 }
 
 // Open opens the chain repository of target name ("" = default) with the
-// request's secrets overlaid on the file's. Errors: ErrUnknownTarget,
-// ErrBadSecret, and those of s3chain.OpenStore and s3chain.NewRepo.
+// request's secrets overlaid on the file's. When the target refuses the
+// file's access key, the file is read once more and, if it changed, the
+// open retried, before the refusal stands. Errors: ErrUnknownTarget,
+// ErrBadSecret, those of reading the credentials file, and those of
+// s3chain.OpenStore and s3chain.NewRepo.
 func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]string) (*s3chain.Repo, error) {
 	t, err := s.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	sec := s.file.merge(SecretsFromMap(reqSecrets))
+	req := SecretsFromMap(reqSecrets)
+	file, err := s.fileSecrets(false)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := s.open(ctx, t, file.merge(req))
+	if errors.Is(err, s3chain.ErrAccessDenied) && s.watched != nil && req.AccessKeyID == "" {
+		if again, rerr := s.fileSecrets(true); rerr == nil && again != file {
+			repo, err = s.open(ctx, t, again.merge(req))
+		}
+	}
+	return repo, err
+}
+
+// fileSecrets returns the credentials file's secrets (read again if it
+// changed, or if force is set).
+func (s *Set) fileSecrets(force bool) (Secrets, error) {
+	if s.watched == nil {
+		return s.file, nil
+	}
+	return s.watched.secrets(force)
+}
+
+// open opens target t's repository with sec.
+func (s *Set) open(ctx context.Context, t Target, sec Secrets) (*s3chain.Repo, error) {
 	creds, err := sec.Credentials()
 	if err != nil {
 		return nil, err
@@ -99,5 +144,15 @@ func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]strin
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	return s3chain.NewRepo(store, s3chain.RepoOptions{EncryptionKey: key})
+	return s3chain.NewRepo(store, s3chain.RepoOptions{EncryptionKey: key, LeaseTTL: leaseTTL()})
+}
+
+// LeaseTTLEnv names the environment variable that sets the chain lock
+// lease TTL (a Go duration; default s3chain.DefaultLeaseTTL). Every writer
+// of a target must use the same value (FORMAT.md §7); tests shorten it.
+const LeaseTTLEnv = "CHAINVOL_LEASE_TTL"
+
+func leaseTTL() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(LeaseTTLEnv))
+	return d
 }

@@ -48,34 +48,26 @@ make_image() {
   log "image $name"
 }
 
-# rootfs_layer: Debian's tools the driver executes (mount, losetup, blkid,
-# mkfs.*, resize2fs, xfs_*), from debootstrap, cached as one layer.
+# rootfs_layer: the Debian base of the chainvol image (the tools the driver
+# executes: mount, losetup, blkid, mkfs.*, resize2fs, xfs_*), as `make image`
+# made and cached it (hack/image-base.sh); the tools image of the scenarios'
+# pods is that base alone.
 rootfs_layer() {
-  local out=$CACHE/layers/rootfs.tar
-  [[ -f $out ]] && { echo "$out"; return; }
-  local root=$CACHE/rootfs
-  if [[ ! -d $root ]]; then
-    local mirror; mirror=$(debian_mirror)
-    rm -rf "$root.tmp" && mkdir -p "$CACHE/logs"
-    debootstrap --variant=minbase --include=mount,util-linux,e2fsprogs,xfsprogs \
-      bookworm "$root.tmp" "$mirror" > "$CACHE/logs/debootstrap.log" 2>&1 \
-      || die "debootstrap failed, see $CACHE/logs/debootstrap.log"
-    # Docs, locales and apt caches are dead weight in an image.
-    rm -rf "$root.tmp"/var/cache/apt/archives/*.deb "$root.tmp"/usr/share/{doc,man,locale,info}
-    mv "$root.tmp" "$root"
-  fi
-  mkdir -p "$CACHE/layers"
-  layer_from_dir "$root" "$out.tmp" && mv "$out.tmp" "$out"
-  echo "$out"
+  local base=$REPO/bin/image/base-bookworm.tar
+  [[ -f $base ]] || die "no $base: make image did not run"
+  echo "$base"
 }
 
-# debian_mirror: the machine's own Debian mirror, from its apt sources.
-debian_mirror() {
-  local m
-  m=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-  [[ -n $m ]] || m=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-  [[ -n $m ]] || die "no Debian mirror in the apt sources"
-  echo "$m"
+# chainvol_image: import the image `make image` built (bin/image/last-build
+# names its reference and tarball) into containerd, unchanged, and print
+# its reference.
+chainvol_image() {
+  local ref tar
+  read -r ref tar < "$REPO/bin/image/last-build" || die "no bin/image/last-build: make image did not run"
+  ctr --address "$CTR_SOCK" -n k8s.io images import "$tar" >/dev/null || die "ctr import $tar failed"
+  ctr --address "$CTR_SOCK" -n k8s.io images ls -q | grep -qxF "$ref" || die "$tar did not import as $ref"
+  log "image $ref (make image, $(du -h "$tar" | cut -f1))"
+  echo "$ref"
 }
 
 # bin_layer OUT BIN...: a layer with the given binaries in /usr/local/bin.
@@ -88,16 +80,17 @@ bin_layer() {
   rm -rf "$d"
 }
 
-# build_images: every image the cluster runs. The driver image is rebuilt
-# each run (the binary is the code under test); the rest are cheap too.
+# build_images: every image the cluster runs. The driver's is the one
+# `make image` built this run (the code under test), imported as is; the
+# rest are made here and cheap.
 build_images() {
   local L=$CACHE/layers rootfs
   mkdir -p "$L"
   rootfs=$(rootfs_layer)
   bin_layer "$L/pause.tar" "$BIN/pause"
   make_image "$PAUSE_IMAGE" '["/usr/local/bin/pause"]' "$L/pause.tar"
-  bin_layer "$L/chainvol.tar" "$BIN/chainvol-csi" "$BIN/chainvolctl"
-  make_image ghcr.io/chainvol/chainvol-csi:latest '["/usr/local/bin/chainvol-csi"]' "$rootfs" "$L/chainvol.tar"
+  CHAINVOL_IMAGE=$(chainvol_image)
+  echo "$CHAINVOL_IMAGE" > "$RUN/chainvol-image"
   make_image "$TOOLS_IMAGE" '["/bin/sh"]' "$rootfs"
   local img
   for img in csi-provisioner:v6.4.0 csi-snapshotter:v8.7.0 csi-resizer:v2.3.0; do

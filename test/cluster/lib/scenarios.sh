@@ -15,8 +15,10 @@ expect() {
   return 1
 }
 
-# classes: the StorageClasses and the backup VolumeSnapshotClass under test.
+# classes: the StorageClasses and the backup VolumeSnapshotClass under test,
+# and the example restore class users copy (deploy/examples).
 classes() {
+  k apply -f "$REPO/deploy/examples/storageclasses/storageclass-restore.yaml" >/dev/null
   apply <<'Y'
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -79,9 +81,18 @@ s_provision() {
 }
 
 s_backups() {
+  local m0 m1 m2
+  m0=$(last_success app/data) || return 1
   H1=$(snapshot app snap1 data) || return 1
+  m1=$(last_success app/data) || return 1
   L2=$(run_pod app changer data "$WRITE2 && $LIST") || return 1
   H2=$(snapshot app snap2 data) || return 1
+  m2=$(last_success app/data) || return 1
+  # /metrics: the chain's last-success timestamp appears with the first
+  # backup and moves forward with the second.
+  awk -v a="$m0" -v b="$m1" -v c="$m2" 'BEGIN { exit !(a == 0 && b > 0 && c > b) }' \
+    || { log "chainvol_backup_last_success_timestamp_seconds{chain=app/data}: $m0, $m1, $m2; want 0 < rising"; return 1; }
+  log "  last-success timestamp: none, then $m1, then $m2"
   [[ $H1 =~ ^backup:([^:]+):app/data@ ]] || { log "handle $H1 is not a backup of app/data"; return 1; }
   local tgt=${BASH_REMATCH[1]}
   [[ $H2 != "$H1" && $H2 == "backup:$tgt:app/data@"* ]] || { log "second handle $H2"; return 1; }
@@ -174,15 +185,22 @@ s_expand_online() {
   log "  filesystem size seen by the running pod: ${sizes% *} KiB -> ${sizes#* } KiB; claim capacity 2Gi"
 }
 
-# s_long_restore: a restore that outlives the provisioner's --timeout (30s):
-# CreateVolume answers Aborted with progress, the provisioner retries and
-# records each answer as an event on the claim, and the claim binds.
+# s_long_restore: a restore from the target that outlives the provisioner's
+# --timeout (3s here): CreateVolume answers Aborted with progress, the
+# provisioner retries and records each answer as an event on the claim, and
+# the claim binds.
 s_long_restore() {
   k create namespace bigapp >/dev/null
   pvc bigapp big e2e-ext4 "${BIG_GIB}Gi"
   local sum; sum=$(run_pod bigapp bigwriter big \
     "head -c $((BIG_GIB * 1024 - 200))M /dev/urandom > /data/random && sync && md5sum /data/random | cut -d' ' -f1 > /dev/termination-log" 900) || return 1
   snapshot bigapp bigsnap big >/dev/null || return 1
+  # The source claim goes first, as after a loss: while its volume lives,
+  # the backup's local snapshot seeds the restore (pkg/driver/restore_base.go)
+  # and nothing is fetched, so it would end well within the timeout.
+  local pv; pv=$(pv_of bigapp big)
+  k -n bigapp delete pvc big --wait=true --timeout=120s >/dev/null || return 1
+  until_true "PV $pv deleted" 120 sh -c "! '$KUBECTL' get pv $pv" || return 1
   local t0=$SECONDS
   pvc bigapp big-restored e2e-ext4 "${BIG_GIB}Gi" bigsnap
   local got; got=$(run_pod bigapp bigreader big-restored \
@@ -192,5 +210,33 @@ s_long_restore() {
   expect "restored data checksum" "$got" "$sum" || return 1
   local prog; prog=$(events bigapp PersistentVolumeClaim big-restored | grep -E 'Aborted.*restore of .* in progress: ' || true)
   [[ -n $prog ]] || { log "no progress event on the claim: $(events bigapp PersistentVolumeClaim big-restored)"; return 1; }
+  # The driver's own Normal events (pkg/driver/events.go), which go on
+  # after client-go's spam filter silences the provisioner's Warnings.
+  local own; own=$(events bigapp PersistentVolumeClaim big-restored | grep -E '^RestoreProgress: restore of .*' || true)
+  [[ -n $own ]] || { log "no RestoreProgress event from chainvol-csi on the claim: $(events bigapp PersistentVolumeClaim big-restored)"; return 1; }
   log "  provisioner $tmo; restore of ${BIG_GIB}GiB took ${took}s to bind and read; $(grep -c . <<<"$prog") progress event(s), last: $(tail -1 <<<"$prog" | grep -o 'restore of .*')"
+}
+
+# last_success CHAIN: chainvol_backup_last_success_timestamp_seconds of the
+# chain, scraped from the node plugin's /metrics through the apiserver's pod
+# proxy; 0 when the chain has none yet.
+last_success() {
+  local pod; pod=$(k -n chainvol-system get pods -l app.kubernetes.io/component=node -o jsonpath='{.items[0].metadata.name}')
+  local out; out=$(k get --raw "/api/v1/namespaces/chainvol-system/pods/$pod:9090/proxy/metrics") || { log "scrape of $pod failed"; return 1; }
+  grep -q '^chainvol_build_info{' <<<"$out" || { log "no chainvol_build_info in /metrics of $pod"; return 1; }
+  awk -v c="$1" '$1 ~ /^chainvol_backup_last_success_timestamp_seconds\{/ && index($1, "chain=\"" c "\"") { v = $2 } END { print (v == "" ? 0 : v) }' <<<"$out"
+}
+
+# s_example_restore_class: the XFS backup of xfsapp/xdata restored through
+# the example restore class as users copy it (deploy/examples, no fstype):
+# after losing the namespace, a claim of the same name gets the data back,
+# on XFS.
+s_example_restore_class() {
+  k delete namespace xfsapp --wait=true --timeout=180s >/dev/null || return 1
+  k create namespace xfsapp >/dev/null
+  pvc xfsapp xdata chainvol-restore 2Gi
+  local got; got=$(run_pod xfsapp xreader xdata 'cat /data/hello > /dev/termination-log') || return 1
+  expect "file restored through chainvol-restore" "$got" xfs || return 1
+  expect "restored fsType" "$(k get pv "$(pv_of xfsapp xdata)" -o 'jsonpath={.spec.csi.volumeAttributes.fsType}')" xfs || return 1
+  log "  chainvol-restore (deploy/examples) restored the XFS backup of xfsapp/xdata"
 }

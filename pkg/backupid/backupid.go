@@ -1,0 +1,78 @@
+// Package backupid is the codec of backup snapshot ids, the CSI snapshot
+// ids (and VolumeSnapshotContent snapshotHandles) that name an archived
+// backup: "backup:TARGET:CHAIN@BACKUP". The id names the target, chain
+// and backup so that it stays meaningful in another cluster. When it would
+// exceed the CSI spec's 128-byte limit for ids, the chain is replaced by
+// "~" and 32 hex digits of its SHA-256, resolved by listing the target's
+// chains (see Hashes). The driver and chainvolctl both use it.
+package backupid
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+const (
+	// Prefix starts every backup snapshot id.
+	Prefix = "backup:"
+	// MaxLen is the CSI spec's limit for ids in bytes.
+	MaxLen = 128
+	// HashedMark starts a chain replaced by its hash.
+	HashedMark = "~"
+)
+
+// Is reports whether a snapshot id names a backup.
+func Is(id string) bool { return strings.HasPrefix(id, Prefix) }
+
+// Format builds the snapshot id of a backup (at most MaxLen bytes when
+// r.Target and r.Backup are valid names). r must name a target.
+func Format(r target.Ref) string {
+	id := Prefix + r.String()
+	if len(id) <= MaxLen {
+		return id
+	}
+	return Prefix + target.Ref{Target: r.Target, Chain: HashedMark + ChainHash(r.Chain), Backup: r.Backup}.String()
+}
+
+// ChainHash is the 32 hex digits that replace a long chain in an id.
+func ChainHash(chain string) string {
+	h := sha256.Sum256([]byte(chain))
+	return hex.EncodeToString(h[:16])
+}
+
+// Hashes reports whether id's chain part (hashed or not) names chain.
+func Hashes(idChain, chain string) bool {
+	return idChain == chain || idChain == HashedMark+ChainHash(chain)
+}
+
+// Parse splits a backup snapshot id into a reference; a hashed chain comes
+// back as "~HEX" (match it with Hashes). The backup is an id or "latest";
+// "before:" and "group:" selectors name no single backup and are refused.
+// Errors wrap target.ErrBadRef.
+func Parse(id string) (target.Ref, error) {
+	rest, ok := strings.CutPrefix(id, Prefix)
+	if !ok {
+		return target.Ref{}, fmt.Errorf("%w: snapshot id %q does not start with %q", target.ErrBadRef, id, Prefix)
+	}
+	if t, after, ok := strings.Cut(rest, ":"); ok {
+		if c, b, ok := strings.Cut(after, "@"); ok && strings.HasPrefix(c, HashedMark) {
+			r := target.Ref{Target: t, Chain: c, Backup: b}
+			if _, err := target.ParseRef(t + ":x@" + b); err != nil || !r.Concrete() && b != target.Latest {
+				return r, fmt.Errorf("%w: snapshot id %q: bad target or backup", target.ErrBadRef, id)
+			}
+			return r, nil
+		}
+	}
+	r, err := target.ParseRef(rest)
+	if err == nil && r.Target == "" {
+		err = fmt.Errorf("%w: snapshot id %q names no target", target.ErrBadRef, id)
+	}
+	if err == nil && !r.Concrete() && r.Backup != target.Latest {
+		err = fmt.Errorf("%w: snapshot id %q names a selector, not one backup", target.ErrBadRef, id)
+	}
+	return r, err
+}

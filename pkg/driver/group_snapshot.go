@@ -1,0 +1,220 @@
+package driver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// Labels of a group snapshot's member snapshot lvols.
+const (
+	// labelGroupID is the group snapshot id (also the manifests' groupId).
+	labelGroupID = "groupId"
+	// labelGroupName is the CO's name of the group, for idempotent retries.
+	labelGroupName = "groupName"
+	// labelGroupMember is the member's name in the manifest: its chain.
+	labelGroupMember = "groupMember"
+)
+
+// groupCapabilities are advertised by GroupControllerGetCapabilities.
+var groupCapabilities = []csi.GroupControllerServiceCapability_RPC_Type{
+	csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT,
+}
+
+// GroupControllerGetCapabilities lists groupCapabilities (CSI spec
+// "GroupControllerGetCapabilities").
+func (d *Driver) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest) (*csi.GroupControllerGetCapabilitiesResponse, error) {
+	var caps []*csi.GroupControllerServiceCapability
+	for _, c := range groupCapabilities {
+		caps = append(caps, &csi.GroupControllerServiceCapability{Type: &csi.GroupControllerServiceCapability_Rpc{
+			Rpc: &csi.GroupControllerServiceCapability_RPC{Type: c}}})
+	}
+	return &csi.GroupControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// CreateVolumeGroupSnapshot snapshots volumes of this node together: every
+// member's filesystem is frozen, all are reflinked, then all thawed, so
+// the members hold one moment of the application. With parameter backup
+// "true" each member is then archived as the next backup of its own chain,
+// the manifests sharing the group id (groupId) and backup time (the ids);
+// each member's snapshot id restores like any backup, and
+// "fromBackup: CHAIN@group:ID" picks it. The same name returns the same
+// group (CSI spec "CreateVolumeGroupSnapshot"). Errors: InvalidArgument
+// without name or volumes; NotFound when no member is on this node;
+// FailedPrecondition naming the members on other nodes; Aborted while a
+// member is busy or frozen by someone else; those of CreateSnapshot.
+func (d *Driver) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.CreateVolumeGroupSnapshotResponse, error) {
+	if req.GetName() == "" || len(req.GetSourceVolumeIds()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "name and source_volume_ids are required")
+	}
+	sp, err := parseSnapshotParams(req.GetParameters())
+	if err != nil {
+		return nil, err
+	}
+	if !d.locks.tryLock("group:" + req.GetName()) {
+		return nil, errBusy(req.GetName())
+	}
+	defer d.locks.unlock("group:" + req.GetName())
+	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
+	members, err := d.groupMembers(ctx, req.GetName(), ids)
+	if err != nil {
+		return nil, err
+	}
+	if members == nil {
+		if members, err = d.takeGroup(ctx, req, sp, ids); err != nil {
+			return nil, err
+		}
+	}
+	g, err := d.groupStatus(ctx, members, req.GetSecrets())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
+}
+
+// groupMembers returns the member lvols of an existing group called name,
+// nil if there is none; the same name over other volumes is AlreadyExists.
+func (d *Driver) groupMembers(ctx context.Context, name string, ids []string) ([]backend.LVol, error) {
+	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
+	if err != nil {
+		return nil, poolError("list snapshots", err)
+	}
+	var members []backend.LVol
+	var sources []string
+	for _, s := range snaps {
+		if s.Labels[labelGroupName] == name {
+			members, sources = append(members, s), append(sources, s.SourceID)
+		}
+	}
+	slices.Sort(sources)
+	if members != nil && !slices.Equal(sources, ids) {
+		return nil, status.Errorf(codes.AlreadyExists, "group snapshot %q exists for volumes %v, not %v", name, sources, ids)
+	}
+	return members, nil
+}
+
+// groupSnapshotID is the id of the group called name taken at t:
+// "g-TIME-HASH", a valid backup id (so it fits a manifest's groupId and a
+// "group:ID" selector) and stable across retries once taken.
+func groupSnapshotID(name string, t time.Time) string {
+	h := sha256.Sum256([]byte(name))
+	return "g-" + t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(h[:6])
+}
+
+// groupStatus describes a group from its member lvols: backups report
+// their upload state (restarting a stopped upload like CreateSnapshot).
+func (d *Driver) groupStatus(ctx context.Context, members []backend.LVol, secrets map[string]string) (*csi.VolumeGroupSnapshot, error) {
+	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: members[0].Labels[labelGroupID], ReadyToUse: true,
+		CreationTime: timestamppb.New(members[0].CreatedAt)}
+	for _, m := range members {
+		s := csiSnapshot(m, true)
+		if m.Labels[labelBackupRef] != "" {
+			resp, err := d.backupStatus(ctx, m, secrets)
+			if err != nil {
+				return nil, err
+			}
+			s = resp.GetSnapshot()
+		}
+		s.GroupSnapshotId = g.GroupSnapshotId
+		g.ReadyToUse = g.ReadyToUse && s.GetReadyToUse()
+		g.Snapshots = append(g.Snapshots, s)
+	}
+	return g, nil
+}
+
+// GetVolumeGroupSnapshot reports a group by its members' snapshot ids (the
+// CO passes them; CSI spec "GetVolumeGroupSnapshot"), or by the member
+// lvols of this node carrying the group id. Errors: InvalidArgument without
+// a group id, NotFound when no member is known.
+func (d *Driver) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.GetVolumeGroupSnapshotResponse, error) {
+	gid := req.GetGroupSnapshotId()
+	if gid == "" {
+		return nil, status.Error(codes.InvalidArgument, "group_snapshot_id is required")
+	}
+	ids, err := d.groupSnapshotIDs(ctx, gid, req.GetSnapshotIds())
+	if err != nil {
+		return nil, err
+	}
+	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: gid, ReadyToUse: true}
+	for _, id := range ids {
+		s, err := d.findSnapshot(ctx, id, req.GetSecrets())
+		if errors.Is(err, errNoSnapshot) {
+			return nil, status.Errorf(codes.NotFound, "member snapshot %q of group %q not found", id, gid)
+		} else if err != nil {
+			return nil, err
+		}
+		s.GroupSnapshotId = gid
+		g.ReadyToUse = g.ReadyToUse && s.GetReadyToUse()
+		if g.CreationTime == nil || s.GetCreationTime().AsTime().Before(g.CreationTime.AsTime()) {
+			g.CreationTime = s.GetCreationTime()
+		}
+		g.Snapshots = append(g.Snapshots, s)
+	}
+	return &csi.GetVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
+}
+
+// groupSnapshotIDs returns the member snapshot ids of group gid: the
+// request's, else those of this node's lvols labelled with gid. NotFound
+// when there are none.
+func (d *Driver) groupSnapshotIDs(ctx context.Context, gid string, given []string) ([]string, error) {
+	if len(given) > 0 {
+		return given, nil
+	}
+	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
+	if err != nil {
+		return nil, poolError("list snapshots", err)
+	}
+	var ids []string
+	for _, s := range snaps {
+		if s.Labels[labelGroupID] == gid {
+			ids = append(ids, csiSnapshotID(s))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, status.Errorf(codes.NotFound, "group snapshot %q not found on node %s (give its members' snapshot ids to look up backups made elsewhere)", gid, d.opts.NodeID)
+	}
+	return ids, nil
+}
+
+// csiSnapshotID is the snapshot id a member lvol is known by.
+func csiSnapshotID(s backend.LVol) string {
+	if id := s.Labels[labelBackupRef]; id != "" {
+		return id
+	}
+	return s.ID
+}
+
+// DeleteVolumeGroupSnapshot deletes every member snapshot (backups leave
+// their chains, and the background gc frees their blocks); unknown groups
+// and members are already gone (CSI spec "DeleteVolumeGroupSnapshot").
+func (d *Driver) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) (*csi.DeleteVolumeGroupSnapshotResponse, error) {
+	gid := req.GetGroupSnapshotId()
+	if gid == "" {
+		return nil, status.Error(codes.InvalidArgument, "group_snapshot_id is required")
+	}
+	ids, err := d.groupSnapshotIDs(ctx, gid, nil)
+	if status.Code(err) == codes.NotFound {
+		ids, err = nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(append(ids, req.GetSnapshotIds()...)))) {
+		if !validSnapshotID(id) {
+			continue // names nothing that exists
+		}
+		if _, err := d.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id, Secrets: req.GetSecrets()}); err != nil {
+			return nil, err
+		}
+	}
+	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
+}

@@ -1,0 +1,164 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+// takeGroup snapshots the volumes ids (sorted) together and, for a backup
+// group, starts each member's upload. The members' filesystems are frozen
+// from the first freeze to the last reflink: O(members) reflinks, logged
+// as frozenFor.
+func (d *Driver) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, ids []string) ([]backend.LVol, error) {
+	srcs, err := d.groupSources(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range srcs {
+		if !d.locks.tryLock(s.ID) {
+			for _, t := range srcs[:i] {
+				d.locks.unlock(t.ID)
+			}
+			return nil, errBusy(s.ID)
+		}
+	}
+	defer func() {
+		for _, s := range srcs {
+			d.locks.unlock(s.ID)
+		}
+	}()
+	now := time.Now()
+	gid := groupSnapshotID(req.GetName(), now)
+	labels, refs, err := d.groupLabels(ctx, req, sp, srcs, gid, now)
+	if err != nil {
+		return nil, err
+	}
+	members, frozenFor, err := d.freezeAndReflink(ctx, req.GetName(), srcs, labels)
+	if err != nil {
+		return nil, err
+	}
+	klog.InfoS("group snapshot taken", "group", gid, "name", req.GetName(), "members", len(members), "frozenFor", frozenFor, "backup", sp.Backup)
+	for i, m := range members {
+		if sp.Backup {
+			d.startUpload(m, refs[i], req.GetSecrets())
+		}
+	}
+	return members, nil
+}
+
+// groupSources returns the member volumes; volumes that are not in this
+// node's pool are refused by name (a group is frozen together, on one node).
+func (d *Driver) groupSources(ctx context.Context, ids []string) ([]backend.LVol, error) {
+	var srcs []backend.LVol
+	var elsewhere []string
+	for _, id := range ids {
+		src, err := d.getVolume(ctx, id)
+		if status.Code(err) == codes.NotFound || (err == nil && !validVolumeID(id)) {
+			elsewhere = append(elsewhere, id)
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, src)
+	}
+	switch {
+	case len(srcs) == 0:
+		return nil, status.Errorf(codes.NotFound, "none of the volumes %s is on node %s", strings.Join(elsewhere, ", "), d.opts.NodeID)
+	case len(elsewhere) > 0:
+		var here []string
+		for _, s := range srcs {
+			here = append(here, s.ID)
+		}
+		return nil, status.Errorf(codes.FailedPrecondition, "a group snapshot freezes its members together on one node: volumes %s are not on node %s (which has %s); group volumes of one node only",
+			strings.Join(elsewhere, ", "), d.opts.NodeID, strings.Join(here, ", "))
+	}
+	return srcs, nil
+}
+
+// groupLabels are the member lvols' labels and, for a backup group, each
+// member's backup: its own chain, one backup id time for all members.
+func (d *Driver) groupLabels(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, srcs []backend.LVol, gid string, now time.Time) ([]map[string]string, []target.Ref, error) {
+	labels := make([]map[string]string, len(srcs))
+	refs := make([]target.Ref, len(srcs))
+	var repo *s3chain.Repo
+	if sp.Backup {
+		var err error
+		if repo, err = d.targets.Open(ctx, sp.BackupTarget, req.GetSecrets()); err != nil {
+			return nil, nil, chainError("open backup target", err)
+		}
+	}
+	for i, s := range srcs {
+		labels[i] = map[string]string{labelGroupID: gid, labelGroupName: req.GetName(), labelGroupMember: chainName(s)}
+		if !sp.Backup {
+			continue
+		}
+		t, _ := d.targets.Lookup(sp.BackupTarget)
+		refs[i] = target.Ref{Target: t.Name, Chain: chainName(s), Backup: now.UTC().Format("20060102T150405Z")}
+		var err error
+		if refs[i].Backup, err = d.uniqueBackupID(ctx, repo, refs[i]); err != nil {
+			return nil, nil, chainError("choose backup id", err)
+		}
+		if err := checkChainBlockSize(ctx, repo, refs[i], sp.BlockSize); err != nil {
+			return nil, nil, err
+		}
+		blockSizeLabels(labels[i], sp.BlockSize)
+		if err := checkChainBlockSize(ctx, repo, refs[i], sp.BlockSize); err != nil {
+			return nil, nil, err
+		}
+		blockSizeLabels(labels[i], sp.BlockSize)
+		labels[i][labelHidden], labels[i][labelBackupRef] = "true", backupSnapshotID(refs[i])
+		labels[i][labelBackupState], labels[i][labelBackupUnreported] = backupUploading, "true"
+	}
+	return labels, refs, nil
+}
+
+// freezeAndReflink freezes every staged member, reflinks each into a
+// snapshot lvol NAME-N, and thaws all, whatever failed. A failure deletes
+// the snapshots already made. It returns how long the first filesystem
+// was frozen.
+func (d *Driver) freezeAndReflink(ctx context.Context, name string, srcs []backend.LVol, labels []map[string]string) (members []backend.LVol, frozenFor time.Duration, err error) {
+	var thaws []func()
+	start := time.Now()
+	defer func() {
+		for _, thaw := range thaws {
+			thaw()
+		}
+		frozenFor = time.Since(start)
+		if err != nil {
+			for _, m := range members {
+				if derr := d.pool.Delete(context.WithoutCancel(ctx), m.ID); derr != nil && !errors.Is(derr, backend.ErrNotFound) {
+					klog.ErrorS(derr, "delete a member of a failed group snapshot", "snapshot", m.ID)
+				}
+			}
+			members = nil
+		}
+	}()
+	for _, s := range srcs {
+		thaw, err := d.freezeStaged(ctx, s.ID)
+		if err != nil {
+			return nil, 0, err // a status: Aborted while another freeze holds it
+		}
+		thaws = append(thaws, thaw)
+	}
+	for i, s := range srcs {
+		snap, err := d.pool.Create(ctx, backend.CreateOptions{Name: fmt.Sprintf("%s-%d", name, i), Kind: backend.KindSnapshot,
+			SourceID: s.ID, SizeBytes: s.SizeBytes, Labels: snapshotLabels(s, labels[i])})
+		if err != nil {
+			return members, 0, poolError("snapshot lvol of group member "+s.ID, err)
+		}
+		members = append(members, snap)
+	}
+	return members, 0, nil
+}

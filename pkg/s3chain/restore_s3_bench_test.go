@@ -1,0 +1,110 @@
+package s3chain_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+// BenchmarkRestoreS3 restores a 512 MiB volume, half of it data (half of
+// that compressible text-like bytes), with the default block size and
+// workers from versitygw on loopback, the path `make bench` measures, so
+// that `go test -bench RestoreS3 -cpuprofile` shows where a real restore
+// spends its time (docs/BENCHMARKS.md).
+func BenchmarkRestoreS3(b *testing.B) {
+	srv := testutil.StartS3(b)
+	ctx := context.Background()
+	store, err := s3chain.OpenStore(ctx, srv.URL("bench"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRepo(b, store, nil)
+	dir := b.TempDir()
+	const size = 512 << 20
+	vol := newTestVolume(b, dir, size, s3chain.DefaultBlockSize, 9)
+	f, err := os.OpenFile(vol.path, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := make([]byte, 1<<20)
+	for i := range text {
+		text[i] = "the quick brown fox jumps over a lazy dog\n"[i%42]
+	}
+	for off := int64(0); off < size; off += 8 << 20 {
+		if _, err := f.WriteAt(text, off+3<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f.Close()
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "bench/vol", Source: vol.path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var total time.Duration
+	for b.Loop() {
+		target := filepath.Join(dir, "t")
+		start := time.Now()
+		if _, _, err := r.Restore(ctx, s3chain.RestoreOptions{Chain: "bench/vol", BackupID: m.ID, Target: target}); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		os.Remove(target)
+	}
+	b.ReportMetric(float64(b.N)*float64(m.AllocatedBytes)/(1<<20)/total.Seconds(), "MB/s")
+}
+
+// BenchmarkBackupFixedCost measures what one backup costs when nothing
+// changed: a 256 MiB volume on reflink XFS with 128 MiB of data, backed up
+// in full to versitygw, then b.N backups of unchanged reflink snapshots,
+// each with the previous snapshot as its FIEMAP base, as the driver runs
+// them. It reports the wall time and the store requests of each kind per
+// backup: the floor under every incremental (docs/BENCHMARKS.md).
+func BenchmarkBackupFixedCost(b *testing.B) {
+	srv := testutil.StartS3(b)
+	ctx := context.Background()
+	s3, err := s3chain.OpenStore(ctx, srv.URL("bench"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := storetest.NewFaulty(s3)
+	r := newRepo(b, store, nil)
+	dir := testutil.LoopFS(b, "xfs", 1<<30)
+	vol := newTestVolume(b, dir, 256<<20, s3chain.DefaultBlockSize, 11)
+	prev := filepath.Join(dir, "snap-0")
+	vol.snapshot(prev, true)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "bench/fixed", Source: prev})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ops := []storetest.Op{storetest.OpGet, storetest.OpPut, storetest.OpPutIfAbsent, storetest.OpStat, storetest.OpDelete, storetest.OpList}
+	before := map[storetest.Op]int{}
+	for _, op := range ops {
+		before[op] = store.Calls(op)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		snap := filepath.Join(dir, fmt.Sprintf("snap-%d", n))
+		vol.snapshot(snap, true)
+		if m, _, err = r.Backup(ctx, s3chain.BackupOptions{Chain: "bench/fixed", Source: snap, Parent: m.ID, Base: prev}); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(prev)
+		prev = snap
+	}
+	total := 0
+	for _, op := range ops {
+		k := store.Calls(op) - before[op]
+		total += k
+		b.ReportMetric(float64(k)/float64(n), string(op)+"/op")
+	}
+	b.ReportMetric(float64(total)/float64(n), "requests/op")
+}

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/pkg/driver"
+)
+
+// storedBytes sums the sizes of the block objects under the tests' key
+// prefix in the S3 server's posix backend: what the bucket bills for.
+func storedBytes(t *testing.T, s s3Target) int64 {
+	t.Helper()
+	var n int64
+	root := filepath.Join(s.srv.Dir, s.srv.Bucket, "e2e")
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.Contains(filepath.ToSlash(p), "/blocks/") {
+			return err
+		}
+		info, err := e.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("walk bucket: %v", err)
+	}
+	return n
+}
+
+// TestDeleteFreesSpace: a chain with two backups of unrelated data; a
+// DeleteSnapshot of the first (what deleting a VolumeSnapshot of a
+// Delete-policy class does) makes the driver's background gc, one
+// -gc-delay later, delete the blocks only that backup used: the bucket's
+// stored bytes shrink by about its size, and the second backup restores.
+func TestDeleteFreesSpace(t *testing.T) {
+	s3 := startS3(t)
+	withTarget := s3.opts(s3.url(""))
+	n := startDriver(t, "node-a", func(o *driver.Options) {
+		withTarget(o)
+		o.GCDelay, o.GCMinAge = 300*time.Millisecond, 0
+	})
+	vol := createVolume(t, n.Ctrl, "pvc-ret", volSize, mountCap("ext4"), pvcParams("shop", "data"))
+	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
+	writeTree(t, filepath.Join(p.Path, "one"), 1, 24*mib)
+	first := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-1", "")
+	if err := os.RemoveAll(filepath.Join(p.Path, "one")); err != nil {
+		t.Fatal(err)
+	}
+	// Commit the journal (ext4 frees blocks at commit), then discard: the
+	// loop device punches the freed blocks, so they read as zeros.
+	testutil.Run(t, "sync", "-f", p.Path)
+	testutil.Run(t, "fstrim", "-v", p.Path)
+	writeTree(t, filepath.Join(p.Path, "two"), 2, 8*mib)
+	want := hashTree(t, p.Path)
+	second := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-2", "")
+	unpublishUnstage(t, p)
+
+	before := storedBytes(t, s3)
+	if _, err := n.Ctrl.DeleteSnapshot(rpcCtx(t), &csi.DeleteSnapshotRequest{SnapshotId: first}); err != nil {
+		t.Fatalf("DeleteSnapshot %s: %v", first, err)
+	}
+	if now := storedBytes(t, s3); now != before {
+		t.Fatalf("stored bytes changed at once (%d -> %d): gc should wait -gc-delay", before, now)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	after := before
+	for time.Now().Before(deadline) {
+		if after = storedBytes(t, s3); after < before-16*mib {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("bucket block bytes before the gc %d, after %d", before, after)
+	if after >= before-16*mib {
+		t.Fatalf("stored bytes %d -> %d: the background gc freed less than the deleted backup's ~24 MiB", before, after)
+	}
+	v := restore(t, n.Ctrl, restoreReq("pvc-ret-2", second, volSize, mountCap("ext4")))
+	rp := stagePublish(t, n.Node, v.GetVolumeId(), mountCap("ext4"))
+	sameTree(t, "the remaining backup after gc", rp.Path, want)
+	unpublishUnstage(t, rp)
+}
