@@ -158,6 +158,14 @@ SNAPSHOTS+=("$SNAP2")
 echo "snapshot $SNAP2"
 "$CTL_BIN" --state-dir "$STATE" backup ls demo/data
 
+step "lose the source: unpublish, unstage and delete volume data (its local snapshots go with it)"
+ctl unpublish "$VOL1" --target-path "$TMP/pub1"
+ctl unstage "$VOL1" --staging-path "$TMP/stage1"
+PUBLISHED=() STAGED=()
+ctl volume delete "$VOL1"
+VOLUMES=()
+# With the source's local snapshots gone, the restore below has no local base: every block comes from the backup target.
+
 step "create volume restored from fromBackup=demo/data@latest (--wait retries while it restores)"
 VOL2=$(ctl volume create pvc-demo-restored --size "$VOL_SIZE" --fs-type ext4 --node-topology -q \
   --param fromBackup=demo/data@latest --wait --wait-interval 1s)
