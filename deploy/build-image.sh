@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the chainvol image (Dockerfile at the repository root) with a
 # Docker engine. Where no engine answers (`docker info` fails, or no docker
-# CLI) it says so and exits 0, so `make image` never fails CI on a machine
+# CLI) it says so and exits 0, so `make image-docker` never fails CI on a machine
 # without Docker.
 #
 # Without an engine, `make image` builds the same image (hack/image).

@@ -50,7 +50,7 @@ volume (volume mode Block), which the driver restores as a block volume.
 The source must not change while it is read: back up an unmounted device,
 a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`,
 		Example: `  chainvolctl backup create --from /srv/images/vm1.img --chain lab/vm1
-  chainvolctl --target off='s3://bk/x?endpoint=10.0.0.5:9000&region=us-east-1' \
+  chainvolctl --target off='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' \
       backup create --from /dev/vg0/snap --chain off:prod/db -o json`,
 		Args: args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error { return a.backupCreate(cmd, f) }),

@@ -100,6 +100,8 @@ type gcResult struct {
 	DeletedBlocks int   `json:"deletedBlocks"`
 	DeletedBytes  int64 `json:"deletedBytes"`
 	YoungBlocks   int   `json:"youngBlocks"`
+	// OtherKeyChains were not collected: the key given does not open them.
+	OtherKeyChains int `json:"otherKeyChains"`
 }
 
 func (a *app) newGCCmd() *cobra.Command {
@@ -110,7 +112,9 @@ func (a *app) newGCCmd() *cobra.Command {
 		Short: "Delete blocks no backup references any more",
 		Long: `Garbage-collect a target: delete the block objects that no backup's manifest
 references (left by 'backup rm' or by interrupted backups). Chains with a
-backup in progress are skipped. --dry-run only counts what would go.`,
+backup in progress are skipped, and so are chains the given key does not open
+(a target may hold chains under several keys: run gc once per key).
+--dry-run only counts what would go.`,
 		Example: "  chainvolctl gc --dry-run\n  chainvolctl gc --in offsite --min-age 1h -o json",
 		Args:    args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
@@ -125,13 +129,17 @@ backup in progress are skipped. --dry-run only counts what would go.`,
 				return err
 			}
 			return a.emit(cmd, gcResult{DryRun: o.DryRun, Chains: st.Chains, SkippedChains: st.SkippedChains,
-				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks}, func(w io.Writer) error {
+				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks,
+				OtherKeyChains: st.OtherKeyChains}, func(w io.Writer) error {
 				verb := "deleted"
 				if o.DryRun {
 					verb = "would delete"
 				}
 				_, err := fmt.Fprintf(w, "%d chains (%d skipped: backup in progress), %d blocks: %s %d blocks (%s); %d unreferenced but younger than --min-age\n",
 					st.Chains, st.SkippedChains, st.Blocks, verb, st.DeletedBlocks, bytesStr(st.DeletedBytes), st.YoungBlocks)
+				if err == nil && st.OtherKeyChains > 0 {
+					_, err = fmt.Fprintf(w, "%d chains encrypted with another key were left alone: run gc with their key too\n", st.OtherKeyChains)
+				}
 				return err
 			})
 		}),

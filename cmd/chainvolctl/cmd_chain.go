@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
 func (a *app) newChainCmd() *cobra.Command {
@@ -34,6 +37,8 @@ type chainRow struct {
 	BlockSize    int64  `json:"blockSize,omitempty"`
 	FSType       string `json:"fsType,omitempty"`
 	SourceVolume string `json:"sourceVolume,omitempty"`
+	// Unreadable says why the chain's backups were not read (another key).
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 var chainHeader = []string{"CHAIN", "BACKUPS", "LATEST", "CREATED", "SIZE", "STORED", "FSTYPE"}
@@ -65,6 +70,12 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 			}
 			for _, n := range names {
 				ms, err := repo.Backups(ctx, n)
+				if errors.Is(err, s3chain.ErrWrongKey) {
+					// Another key's chain: listed, not read (one bucket may hold
+					// chains under several keys).
+					rows = append(rows, chainRow{Name: n, Unreadable: "encrypted with another key"})
+					continue
+				}
 				if err != nil {
 					return explain(wrapOp("list backups of chain "+n, err))
 				}
@@ -82,6 +93,10 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 			return a.emit(cmd, rows, func(w io.Writer) error {
 				tb := newTable(w, chainHeader...)
 				for _, r := range rows {
+					if r.Unreadable != "" {
+						tb.row(r.Name, "?", "("+r.Unreadable+")", "-", "-", "-", "-")
+						continue
+					}
 					tb.row(r.Name, fmt.Sprint(r.Backups), orDash(r.Latest), orDash(r.LatestTime),
 						bytesStr(r.SizeBytes), bytesStr(r.StoredBytes), orDash(r.FSType))
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -57,7 +59,7 @@ here, which must be the driver's name for the same target.
 
 --deletion-policy Delete makes deleting the VolumeSnapshot delete the backup
 (the driver then frees its blocks); the default Retain keeps it.`,
-		Example: `  chainvolctl --target offsite='s3://bk/prod?endpoint=s3.example.com&region=eu-1' \
+		Example: `  chainvolctl --target offsite='s3://backups/prod?endpoint=s3.example.com&region=eu-1' \
       k8s import --in offsite --before 2026-11-29T12:00:00+01:00 --managed-by node-a > snaps.yaml
   chainvolctl k8s import --chain shop/data-db-0 --namespace-map shop=shop-restore --managed-by node-a --apply`,
 		Args: args(cobra.NoArgs),
@@ -151,7 +153,8 @@ func (a *app) importSettings(f importFlags) (o importOptions, before, after time
 // importedBackups are the backups of the chosen chains (all when none)
 // created within [after, before] (a zero bound is open), by chain then time.
 func importedBackups(ctx context.Context, repo *s3chain.Repo, chains []string, before, after time.Time) ([]*s3chain.Manifest, error) {
-	if len(chains) == 0 {
+	all := len(chains) == 0
+	if all {
 		var err error
 		if chains, err = repo.Chains(ctx); err != nil {
 			return nil, explain(err)
@@ -160,6 +163,10 @@ func importedBackups(ctx context.Context, repo *s3chain.Repo, chains []string, b
 	var out []*s3chain.Manifest
 	for _, c := range slices.Compact(slices.Sorted(slices.Values(chains))) {
 		ms, err := repo.Backups(ctx, c)
+		if all && errors.Is(err, s3chain.ErrWrongKey) {
+			klog.InfoS("chain encrypted with another key: not imported", "chain", c)
+			continue
+		}
 		if err != nil {
 			return nil, explain(wrapOp("list backups of chain "+c, err))
 		}

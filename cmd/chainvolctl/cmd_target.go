@@ -26,7 +26,7 @@ func (a *app) newTargetCmd() *cobra.Command {
 They are configured with --target NAME=URL or CHAINVOL_TARGETS; with neither,
 the only target is "default", the driver's embedded file://STATE_DIR/backups.`,
 		Example: `  chainvolctl target ls
-  chainvolctl --target a=file:///srv/backups --target b='s3://bk/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
+  chainvolctl --target a=file:///srv/backups --target b='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
 		RunE: groupRunE,
 	}
 	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd())
@@ -43,7 +43,7 @@ type targetRow struct {
 	// Conditional: the target creates objects atomically if absent (S3
 	// If-None-Match: *, link(2) for files); false means chainvol falls
 	// back to its protocol for stores without it. Set by check only.
-	Conditional *bool  `json:"conditional_writes,omitempty"`
+	Conditional *bool  `json:"conditionalWrites,omitempty"`
 	Error       string `json:"error,omitempty"`
 	Note        string `json:"note,omitempty"` // e.g. an empty file target
 }

@@ -2,6 +2,7 @@ package s3chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,7 +33,14 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 		o.MinAge = 0
 	}
 	for _, chain := range chains {
-		if err := r.gcChain(ctx, chain, &o, &st); err != nil {
+		err := r.gcChain(ctx, chain, &o, &st)
+		if errors.Is(err, ErrWrongKey) && o.Chain == "" {
+			// Another key's chain (one target may hold several): not ours
+			// to judge, and no reason to leave the others uncollected.
+			st.OtherKeyChains++
+			continue
+		}
+		if err != nil {
 			return st, fmt.Errorf("gc chain %q: %w", chain, err)
 		}
 	}

@@ -152,6 +152,10 @@ type GCStats struct {
 	// Chains examined; SkippedChains had a backup (or a delete that rewrites
 	// manifests) in progress and were left alone.
 	Chains, SkippedChains int
+	// OtherKeyChains were left alone because the repository's key does not
+	// open them (a collection of every chain only; for one chain it is an
+	// error).
+	OtherKeyChains int
 	// Blocks seen; DeletedBlocks (or would be, in a dry run) and their bytes.
 	Blocks, DeletedBlocks int
 	DeletedBytes          int64

@@ -120,3 +120,26 @@ func TestGCRemovesOnlyUnreferencedBlocks(t *testing.T) {
 	}
 	c.checkAll(t, c.ids[0], c.ids[1], c.ids[3])
 }
+
+// A target may hold chains under several keys: gc of every chain collects
+// those its key opens and leaves (and counts) the others instead of failing.
+func TestGCSkipsOtherKeysChains(t *testing.T) {
+	c := newTestChain(t, 2, nil)
+	ctx := context.Background()
+	enc := newRepo(t, c.store, testKey(3))
+	vol := newTestVolume(t, t.TempDir(), 1<<20, chainBS, 8)
+	if _, _, err := enc.Backup(ctx, s3chain.BackupOptions{Chain: "team-b/secret", Source: vol.path, BlockSize: chainBS}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.repo.DeleteBackup(ctx, c.name, c.ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.repo.GC(ctx, s3chain.GCOptions{})
+	if err != nil || st.OtherKeyChains != 1 || st.Chains != 1 || st.DeletedBlocks == 0 {
+		t.Fatalf("gc of a target with another key's chain: %+v, %v", st, err)
+	}
+	if _, err := c.repo.GC(ctx, s3chain.GCOptions{Chain: "team-b/secret"}); !errors.Is(err, s3chain.ErrWrongKey) {
+		t.Errorf("gc of another key's chain by name: %v, want ErrWrongKey", err)
+	}
+	c.checkAll(t, c.ids[0])
+}
