@@ -113,7 +113,8 @@ func (a *app) newGCCmd() *cobra.Command {
 		Long: `Garbage-collect a target: delete the block objects that no backup's manifest
 references (left by 'backup rm' or by interrupted backups). Chains with a
 backup in progress are skipped, and so are chains the given key does not open
-(a target may hold chains under several keys: run gc once per key).
+(a target may hold chains under several keys, and unencrypted ones, which a
+key does not open either: run gc once per key, and once without).
 --dry-run only counts what would go.`,
 		Example: "  chainvolctl gc --dry-run\n  chainvolctl gc --in offsite --min-age 1h -o json",
 		Args:    args(cobra.NoArgs),
@@ -138,7 +139,7 @@ backup in progress are skipped, and so are chains the given key does not open
 				_, err := fmt.Fprintf(w, "%d chains (%d skipped: backup in progress), %d blocks: %s %d blocks (%s); %d unreferenced but younger than --min-age\n",
 					st.Chains, st.SkippedChains, st.Blocks, verb, st.DeletedBlocks, bytesStr(st.DeletedBytes), st.YoungBlocks)
 				if err == nil && st.OtherKeyChains > 0 {
-					_, err = fmt.Fprintf(w, "%d chains encrypted with another key were left alone: run gc with their key too\n", st.OtherKeyChains)
+					_, err = fmt.Fprintf(w, "%d chains that need another key (or none) were left alone: run gc with their key (or without one) too\n", st.OtherKeyChains)
 				}
 				return err
 			})

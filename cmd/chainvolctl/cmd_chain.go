@@ -71,9 +71,10 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 			for _, n := range names {
 				ms, err := repo.Backups(ctx, n)
 				if errors.Is(err, s3chain.ErrWrongKey) {
-					// Another key's chain: listed, not read (one bucket may hold
-					// chains under several keys).
-					rows = append(rows, chainRow{Name: n, Unreadable: "encrypted with another key"})
+					// Another key's chain (or a plain one while a key is given,
+					// or the reverse): listed, not read; one bucket may hold
+					// chains under several keys.
+					rows = append(rows, chainRow{Name: n, Unreadable: "needs another key, or none"})
 					continue
 				}
 				if err != nil {

@@ -164,7 +164,7 @@ func importedBackups(ctx context.Context, repo *s3chain.Repo, chains []string, b
 	for _, c := range slices.Compact(slices.Sorted(slices.Values(chains))) {
 		ms, err := repo.Backups(ctx, c)
 		if all && errors.Is(err, s3chain.ErrWrongKey) {
-			klog.InfoS("chain encrypted with another key: not imported", "chain", c)
+			klog.InfoS("chain needs another key (or none): not imported", "chain", c)
 			continue
 		}
 		if err != nil {

@@ -17,7 +17,7 @@ var hints = []struct {
 	hint string
 }{
 	{s3chain.ErrAccessDenied, "check the credentials (--credentials-file or CHAINVOL_ACCESS_KEY_ID / CHAINVOL_SECRET_ACCESS_KEY)"},
-	{s3chain.ErrWrongKey, "give the chain's encryption key (encryptionKey in --credentials-file or CHAINVOL_ENCRYPTION_KEY)"},
+	{s3chain.ErrWrongKey, "give the chain's own encryption key (encryptionKey in --credentials-file or CHAINVOL_ENCRYPTION_KEY), or none for a chain that is not encrypted"},
 	{s3chain.ErrBadTarget, "check the target URL: file:///abs/dir or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R"},
 	{s3chain.ErrTransient, "the target is unreachable or throttling; retry later or check the endpoint"},
 	{s3chain.ErrBackupNotFound, "list what exists with 'chainvolctl chain ls' and 'chainvolctl backup ls CHAIN'"},

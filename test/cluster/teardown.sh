@@ -61,6 +61,7 @@ teardown() {
   find /sys/fs/cgroup/*/kubepods -depth -type d -exec rmdir {} + 2>/dev/null
   for ns in $(our_netns); do ip netns del "$ns" 2>/dev/null; done
   ip netns del "$NETNS" 2>/dev/null
+  release_netns_dir
 
   # What is left, if anything, is reported and fails the run.
   local procs; procs=$(cluster_pids)
@@ -70,6 +71,7 @@ teardown() {
   local loops; loops=$(our_loops)
   [[ -n $loops ]] && { log "teardown: loop devices left: $(echo $loops)"; left=1; }
   ip netns list 2>/dev/null | grep -qw "$NETNS" && { log "teardown: netns $NETNS left"; left=1; }
+  [[ -f $RUN/netns-dir-made && -d /run/netns ]] && { log "teardown: /run/netns left (made by this run)"; left=1; }
   if (( left == 0 )); then
     # Only paths this run marked as its own are removed.
     for p in /var/lib/kubelet /var/lib/chainvol; do
@@ -107,6 +109,16 @@ release_storage() {
   for l in $(our_loops | grep -vx "$(pool_loop)"); do losetup -d "$l" 2>/dev/null; done
   for m in $(our_mounts); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
   for l in $(our_loops); do losetup -d "$l" 2>/dev/null; done
+}
+
+# release_netns_dir: when this run's `ip netns add` made /run/netns (and
+# bind-mounted it on itself, as iproute2 does), unmount and remove it once
+# no namespace is left in it.
+release_netns_dir() {
+  [[ -f $RUN/netns-dir-made && -d /run/netns ]] || return 0
+  [[ -z $(ls -A /run/netns) ]] || return 0
+  while mountpoint -q /run/netns; do umount /run/netns 2>/dev/null || break; done
+  rmdir /run/netns 2>/dev/null
 }
 
 # our_netns: the pods' network namespaces containerd made during this run.

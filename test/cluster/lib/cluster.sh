@@ -36,6 +36,9 @@ preflight() {
   chmod +x "$KUBECTL"
   # Network namespaces that exist now are not ours to remove at teardown.
   ls /run/netns > "$RUN/netns-before" 2>/dev/null || true
+  # `ip netns add` makes /run/netns, bind-mounted on itself, when missing:
+  # then teardown removes both.
+  [[ -d /run/netns ]] || : > "$RUN/netns-dir-made"
   # Mark the host paths as this run's, so teardown knows it may remove them.
   mkdir -p /var/lib/kubelet /var/lib/chainvol
   touch /var/lib/kubelet/.chainvol-e2e /var/lib/chainvol/.chainvol-e2e
