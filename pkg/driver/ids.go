@@ -102,8 +102,6 @@ func idToCheck(req any) idCheck {
 	return idCheck{}
 }
 
-// malformed reports whether a given (non-empty) id fails valid.
-func malformed(id string, valid func(string) bool) bool { return id != "" && !valid(id) }
 
 // notFound is the answer about a malformed id; it quotes at most 64 bytes of it.
 func notFound(what, id string) error {

@@ -19,11 +19,9 @@ import (
 // checkpoint when the target is back, and completes with the backup's
 // bytes, fetching each block about once.
 func TestRestoreSurvivesOutage(t *testing.T) {
-	const size = 256 * mib
-	s3 := startS3(t)
-	proxy := startOutageProxy(t, s3.srv.Endpoint)
-	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase)) // the restore must read the target
-	id, want := blockBackup(t, n, "outage-src", size, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(64*mib))
+	const size = outageSize
+	e := outageSource(t, "outage-src")
+	n, proxy, id, want := e.n, e.proxy, e.id, e.want
 
 	// 64 blocks, 8 at a time, 0.5 s each: about 4 s of restore.
 	proxy.getDelay.Store(int64(500 * time.Millisecond))

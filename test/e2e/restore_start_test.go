@@ -21,11 +21,9 @@ import (
 // the backup's bytes. A missing block object is then reported by the
 // background job: FailedPrecondition naming the object, nothing left.
 func TestRestoreStartsAtOnce(t *testing.T) {
-	const size = 256 * mib
-	s3 := startS3(t)
-	proxy := startOutageProxy(t, s3.srv.Endpoint)
-	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase)) // the restore must read the target
-	id, want := blockBackup(t, n, "start-src", size, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(64*mib))
+	const size = outageSize
+	e := outageSource(t, "start-src")
+	n, proxy, id, want := e.n, e.proxy, e.id, e.want
 
 	proxy.headDelay.Store(int64(300 * time.Millisecond))
 	req := restoreReq("start-copy", id, size, blockCap())
@@ -50,7 +48,7 @@ func TestRestoreStartsAtOnce(t *testing.T) {
 	unpublishUnstage(t, rp)
 
 	_, chain, _ := splitBackupID(t, id)
-	obj := largestFile(t, filepath.Join(s3.srv.Dir, s3.srv.Bucket, "e2e", filepath.FromSlash(s3chain.BlockPrefix(chain))))
+	obj := largestFile(t, filepath.Join(e.s3.srv.Dir, e.s3.srv.Bucket, "e2e", filepath.FromSlash(s3chain.BlockPrefix(chain))))
 	if err := os.Remove(obj); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,33 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/csitest"
 )
+
+// outageEnv is a backup on versitygw behind an outage proxy, with a driver
+// that never restores from a local base (the restore must read the target).
+type outageEnv struct {
+	n     *csitest.Node
+	proxy *outageProxy
+	s3    s3Target
+	id    string   // the backup's snapshot id
+	want  [32]byte // the volume's sha256
+}
+
+// outageSource makes an outageEnv: a 256 MiB block volume with data in four
+// 64 MiB stretches, backed up as name.
+func outageSource(t *testing.T, name string) outageEnv {
+	t.Helper()
+	e := outageEnv{s3: startS3(t)}
+	e.proxy = startOutageProxy(t, e.s3.srv.Endpoint)
+	e.n = startDriver(t, "node-a", both(e.s3.opts(e.s3.url(e.proxy.Addr)), noLocalBase))
+	e.id, e.want = blockBackup(t, e.n, name, outageSize, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(64*mib))
+	return e
+}
+
+// outageSize is the volume size of outageSource, in bytes.
+const outageSize = 256 * mib
 
 // outageProxy forwards S3 requests to a server and injects faults: a delay
 // for every HEAD (an object Stat), a delay for every GET of a block
