@@ -102,7 +102,6 @@ func idToCheck(req any) idCheck {
 	return idCheck{}
 }
 
-
 // notFound is the answer about a malformed id; it quotes at most 64 bytes of it.
 func notFound(what, id string) error {
 	if len(id) > 64 {
