@@ -121,8 +121,30 @@ func (d *driverProc) peakRSS() int64 {
 
 // cpuTime is the driver's user+system CPU time so far (/proc/PID/stat
 // utime and stime, in clock ticks of 1/100 s on Linux).
-func (d *driverProc) cpuTime() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+func (d *driverProc) cpuTime() time.Duration { return procCPU(d.cmd.Process.Pid) }
+
+// machineBusy is the CPU time all cores spent outside idle and iowait
+// since boot (the first line of /proc/stat, in USER_HZ ticks of 1/100 s).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq (steal, guest: not ours)
+	var busy int64
+	for i, v := range f[1:] {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && i != 3 && i != 4 && i < 7 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
+}
+
+// procCPU is process pid's user+system CPU time so far, 0 if it cannot be
+// read.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}

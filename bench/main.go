@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // options are the flags; the defaults are the recorded run (docs/BENCHMARKS.md).
@@ -192,8 +193,8 @@ func newWorld(e *env) (*world, error) {
 	if w.restic, err = newRestic(e, w.s3); err != nil {
 		return nil, err
 	}
-	store, err := s3chain.OpenStore(context.Background(), w.s3.chainvolURL(),
-		s3chain.Credentials{AccessKeyID: w.s3.access, SecretAccessKey: w.s3.secret})
+	store, err := store.Open(context.Background(), w.s3.chainvolURL(),
+		store.Credentials{AccessKeyID: w.s3.access, SecretAccessKey: w.s3.secret})
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 		return rs, err
 	}
 	rs.Links, rs.DataBytes = img.Links, bytesFig(img.DataBytes)
-	var csiT, ctlT, getT, writeT, bufT, dirT, limT, csiCPU, ctlCPU []time.Duration
+	var csiT, ctlT, getT, writeT, bufT, dirT, limT, csiCPU, ctlCPU, ctlSrv, ctlBusy []time.Duration
 	var csiRSS, ctlRSS []int64
 	// The ways alternate within each run, so that a burst of load from
 	// elsewhere on the machine hits all of them rather than one.
@@ -60,27 +60,33 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 			return rs, err
 		}
 		csiT, csiRSS, csiCPU = append(csiT, cr.Wall), append(csiRSS, cr.PeakRSS), append(csiCPU, cr.CPU)
+		srv0, busy0 := procCPU(b.w.s3.pid), machineBusy()
 		if cr, err = b.restoreCtl(id); err != nil {
 			return rs, err
 		}
 		ctlT, ctlRSS, ctlCPU = append(ctlT, cr.Wall), append(ctlRSS, cr.PeakRSS), append(ctlCPU, cr.CPU)
+		ctlSrv, ctlBusy = append(ctlSrv, procCPU(b.w.s3.pid)-srv0), append(ctlBusy, machineBusy()-busy0)
 	}
 	rs.ObjectBytes = bytesFig(img.ObjectBytes)
 	rs.CSI, rs.CSIPeakRSS, rs.CSICPU = medianSeconds(csiT), maxBytes(csiRSS), medianSeconds(csiCPU)
 	rs.Ctl, rs.CtlPeakRSS, rs.CtlCPU = medianSeconds(ctlT), maxBytes(ctlRSS), medianSeconds(ctlCPU)
+	rs.CtlServerCPU, rs.CtlMachineCPU = medianSeconds(ctlSrv), medianSeconds(ctlBusy)
 	rs.Get, rs.Write, rs.Limit = medianSeconds(getT), medianSeconds(writeT), medianSeconds(limT)
 	rs.WriteBuffered, rs.WriteDirect = medianSeconds(bufT), medianSeconds(dirT)
-	var resT, resCPU []time.Duration
+	var resT, resCPU, resSrv []time.Duration
 	var resRSS []int64
 	for range b.o.resticRuns {
 		unix.Sync()
+		srv0 := procCPU(b.w.s3.pid)
 		cr, err := b.restoreRestic(b.resticS[idx])
 		if err != nil {
 			return rs, err
 		}
 		resT, resRSS, resCPU = append(resT, cr.Wall), append(resRSS, cr.PeakRSS), append(resCPU, cr.CPU)
+		resSrv = append(resSrv, procCPU(b.w.s3.pid)-srv0)
 	}
 	rs.Restic, rs.ResticRSS, rs.ResticCPU = medianSeconds(resT), maxBytes(resRSS), medianSeconds(resCPU)
+	rs.ResticServerCPU = medianSeconds(resSrv)
 	return rs, nil
 }
 

@@ -110,7 +110,15 @@ type RestoreSet struct {
 	Restic      Figure `json:"resticRestore"`
 	ResticRSS   Figure `json:"resticRestorePeakRSS"`
 	ResticCPU   Figure `json:"resticRestoreCPU"`
-	Get         Figure `json:"limitGet"`
+	// CtlServerCPU and ResticServerCPU are the S3 server's (versitygw's)
+	// user+system time during chainvolctl's and restic's restores, median.
+	CtlServerCPU Figure `json:"s3ServerCPUDuringChainvolctlRestore"`
+	// CtlMachineCPU is the whole machine's busy CPU time (all cores, kernel
+	// threads such as the loop device's included, /proc/stat) during
+	// chainvolctl's restore, median.
+	CtlMachineCPU   Figure `json:"machineCPUDuringChainvolctlRestore"`
+	ResticServerCPU Figure `json:"s3ServerCPUDuringResticRestore"`
+	Get             Figure `json:"limitGet"`
 	// Write is the faster per run of WriteBuffered and WriteDirect.
 	Write         Figure `json:"limitWrite"`
 	WriteBuffered Figure `json:"limitWriteBuffered"`

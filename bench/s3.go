@@ -30,6 +30,10 @@ type s3 struct {
 	endpoint, access, secret string
 	dir                      string
 	client                   *minio.Client
+	// pid is versitygw's process id: the bench reads its CPU time around
+	// restores, because on one machine the S3 server's CPU is the
+	// restore's too (docs/BENCHMARKS.md).
+	pid int
 }
 
 // startS3 starts bin/versitygw on a free loopback port with random root
@@ -56,6 +60,7 @@ func startS3(e *env) (*s3, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start versitygw: %w", err)
 	}
+	s.pid = cmd.Process.Pid
 	e.defer_(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() })
 	if err := waitHTTP("http://"+s.endpoint+"/health", 15*time.Second); err != nil {
 		return nil, err
