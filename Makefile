@@ -29,7 +29,7 @@ UNIT_CMD := $(GO) test -json -race -count=1 $(UNIT_PKGS)
 SANITY_CMD := $(GO) test -json -count=1 -timeout 30m ./test/sanity/...
 E2E_CMD := $(GO) test -json -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
-.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo image image-docker clean e2e-cluster
+.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo image image-docker clean e2e-cluster e2e-k8s-storage
 
 help: ## list targets with what they do
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## / { name[++n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1) } \
@@ -96,3 +96,7 @@ clean: ## remove bin/ (not the e2e-cluster cache, see test/cluster/README.md)
 e2e-cluster: ## a real one-node Kubernetes runs chainvol (root; opt-in; cold ~42 min, warm under 6 min; ~25 GB free disk)
 	@bash hack/apt-install.sh $(APT_PACKAGES) $(CLUSTER_PACKAGES)
 	bash test/cluster/e2e.sh
+
+e2e-k8s-storage: deps ## Kubernetes' own storage e2e suite (e2e.test External Storage) against chainvol on that cluster (root; opt-in; cold ~COLD min, warm ~WARM min)
+	@bash hack/apt-install.sh $(APT_PACKAGES) $(CLUSTER_PACKAGES)
+	bash test/cluster/k8s-storage.sh

@@ -108,7 +108,11 @@ func main() {
 	}
 	res, err := runBench(root, o)
 	if res != nil && err == nil {
-		if werr := writeJSON(filepath.Join(root, o.out), res); werr != nil {
+		out := o.out
+		if !filepath.IsAbs(out) { // relative to the repository, where make runs it
+			out = filepath.Join(root, out)
+		}
+		if werr := writeJSON(out, res); werr != nil {
 			err = werr
 		}
 	}

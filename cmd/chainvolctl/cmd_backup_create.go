@@ -151,7 +151,7 @@ func (a *app) ensureFileTarget(name string) error {
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {
-		return nil // OpenStore reports a bad URL with its own words
+		return nil // store.Open reports a bad URL with its own words
 	}
 	if err := os.MkdirAll(u.Path, 0o750); err != nil {
 		return fmt.Errorf("create the directory of target %s: %w", t.Name, err)

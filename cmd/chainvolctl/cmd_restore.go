@@ -89,10 +89,10 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
 	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval)
-	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Target: f.to,
+	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: f.to,
 		Workers: f.workers, Checkpoint: ckpt, Progress: p.update})
 	p.finish()
-	if errors.Is(err, s3chain.ErrTargetBusy) {
+	if errors.Is(err, s3chain.ErrDestinationBusy) {
 		return wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err) // nothing written: nothing to resume
 	}
 	if err != nil {
@@ -117,10 +117,10 @@ func (a *app) defaultCheckpoint(to string) string {
 	return to + ".chainvol-checkpoint"
 }
 
-// checkOverwrite refuses to overwrite an existing target without --force,
-// unless the checkpoint was written for this very target (the resumption
-// of an earlier restore onto it, not of one onto a file or disk that was
-// at this path before).
+// checkOverwrite refuses to overwrite an existing destination without
+// --force, unless the checkpoint was written for this very destination
+// (the resumption of an earlier restore onto it, not of one onto a file or
+// disk that was at this path before).
 func checkOverwrite(to, ckpt string, force bool) error {
 	if _, err := os.Stat(to); errors.Is(err, os.ErrNotExist) || force {
 		return nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -170,16 +170,16 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 }
 
 // roundTrip writes data under key, reads it back and deletes it.
-func roundTrip(ctx context.Context, store s3chain.Store, key string, data []byte) error {
-	if err := store.Put(ctx, key, data); err != nil {
+func roundTrip(ctx context.Context, st store.Store, key string, data []byte) error {
+	if err := st.Put(ctx, key, data); err != nil {
 		return err
 	}
 	// The bound is the probe's size: more back is as wrong as other bytes.
-	got, err := store.GetMax(ctx, key, int64(len(data)))
+	got, err := st.GetMax(ctx, key, int64(len(data)))
 	if err == nil && !bytes.Equal(got, data) {
 		err = errors.New("probe object read back differs from what was written")
 	}
-	if derr := store.Delete(ctx, key); err == nil {
+	if derr := st.Delete(ctx, key); err == nil {
 		err = derr
 	}
 	return err
@@ -189,24 +189,24 @@ func roundTrip(ctx context.Context, store s3chain.Store, key string, data []byte
 // it. It reports false when the store answers ErrNotAtomic (a server that
 // ignores If-None-Match), and an error when the second create is not
 // refused with ErrObjectExists or the object is not the first one.
-func checkConditional(ctx context.Context, store s3chain.Store, key string, data []byte) (bool, error) {
-	err := store.PutIfAbsent(ctx, key, data)
-	if errors.Is(err, s3chain.ErrNotAtomic) {
+func checkConditional(ctx context.Context, st store.Store, key string, data []byte) (bool, error) {
+	err := st.PutIfAbsent(ctx, key, data)
+	if errors.Is(err, store.ErrNotAtomic) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	err = store.PutIfAbsent(ctx, key, []byte("second"))
-	if errors.Is(err, s3chain.ErrObjectExists) {
+	err = st.PutIfAbsent(ctx, key, []byte("second"))
+	if errors.Is(err, store.ErrObjectExists) {
 		err = nil
-		if got, gerr := store.GetMax(ctx, key, int64(len(data))); gerr != nil || !bytes.Equal(got, data) {
+		if got, gerr := st.GetMax(ctx, key, int64(len(data))); gerr != nil || !bytes.Equal(got, data) {
 			err = fmt.Errorf("conditional write: the first object did not survive a refused second write (%v)", gerr)
 		}
 	} else if err == nil {
 		err = errors.New("conditional write: a second create of the same key succeeded; the target overwrote it")
 	}
-	if derr := store.Delete(ctx, key); err == nil {
+	if derr := st.Delete(ctx, key); err == nil {
 		err = derr
 	}
 	return err == nil, err

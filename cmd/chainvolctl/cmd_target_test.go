@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -22,13 +22,13 @@ func (o overwriting) PutIfAbsent(ctx context.Context, key string, data []byte) e
 func TestCheckConditional(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		wrap    func(*storetest.Mem) s3chain.Store
+		wrap    func(*storetest.Mem) store.Store
 		want    bool
 		wantErr string
 	}{
-		{"supported", func(m *storetest.Mem) s3chain.Store { return m }, true, ""},
-		{"fallback", func(m *storetest.Mem) s3chain.Store { return storetest.NewFaulty(m).WithoutConditionalWrites() }, false, ""},
-		{"overwrites", func(m *storetest.Mem) s3chain.Store { return overwriting{m} }, false, "overwrote"},
+		{"supported", func(m *storetest.Mem) store.Store { return m }, true, ""},
+		{"fallback", func(m *storetest.Mem) store.Store { return storetest.NewFaulty(m).WithoutConditionalWrites() }, false, ""},
+		{"overwrites", func(m *storetest.Mem) store.Store { return overwriting{m} }, false, "overwrote"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := storetest.NewMem()

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/chainvol/chainvol/pkg/driver"
+	"github.com/chainvol/chainvol/pkg/topology"
 )
 
 func (a *app) newCSIVolumeCmd(f *csiFlags) *cobra.Command {
@@ -129,7 +129,7 @@ func nodeTopology(ctx context.Context, f *csiFlags, c *csiClient) (*csi.Topology
 	}
 	t := info.GetAccessibleTopology()
 	if t == nil {
-		t = &csi.Topology{Segments: map[string]string{driver.TopologyKey: info.GetNodeId()}}
+		t = &csi.Topology{Segments: map[string]string{topology.Key: info.GetNodeId()}}
 	}
 	return &csi.TopologyRequirement{Requisite: []*csi.Topology{t}, Preferred: []*csi.Topology{t}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -16,14 +17,14 @@ var hints = []struct {
 	err  error
 	hint string
 }{
-	{s3chain.ErrAccessDenied, "check the credentials (--credentials-file or CHAINVOL_ACCESS_KEY_ID / CHAINVOL_SECRET_ACCESS_KEY)"},
+	{store.ErrAccessDenied, "check the credentials (--credentials-file or CHAINVOL_ACCESS_KEY_ID / CHAINVOL_SECRET_ACCESS_KEY)"},
 	{s3chain.ErrWrongKey, "give the chain's own encryption key (encryptionKey in --credentials-file or CHAINVOL_ENCRYPTION_KEY), or none for a chain that is not encrypted"},
-	{s3chain.ErrBadTarget, "check the target URL: file:///abs/dir or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R"},
-	{s3chain.ErrTransient, "the target is unreachable or throttling; retry later or check the endpoint"},
+	{store.ErrBadTarget, "check the target URL: file:///abs/dir or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R"},
+	{store.ErrTransient, "the target is unreachable or throttling; retry later or check the endpoint"},
 	{s3chain.ErrBackupNotFound, "list what exists with 'chainvolctl chain ls' and 'chainvolctl backup ls CHAIN'"},
 	{s3chain.ErrChainBroken, "a backup this one depends on is missing or altered; restore an older backup, or run 'chainvolctl backup verify' on each"},
 	{s3chain.ErrCorruptBlock, "a block object is damaged or missing; restore an older backup that does not use it"},
-	{s3chain.ErrTargetTooSmall, "restore onto a file or device at least as large as the backup's size (see 'chainvolctl backup show')"},
+	{s3chain.ErrDestinationTooSmall, "restore onto a file or device at least as large as the backup's size (see 'chainvolctl backup show')"},
 	{target.ErrUnknownTarget, "name a target given with --target NAME=URL"},
 	{target.ErrBadSecret, "fix the credentials file or environment variables"},
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -58,7 +59,7 @@ func (a *app) targetSet() (*target.Set, error) {
 
 // checkTargetURL reports a malformed target URL before anything is
 // contacted, so that it is a usage error (exit 2) like any bad argument.
-// The rules are s3chain.OpenStore's own: it parses the URL before any I/O,
+// The rules are store.Open's own: it parses the URL before any I/O,
 // so it is called with a cancelled context, which stops it at its first
 // request (the bucket check) with an error that is not ErrBadTarget. A
 // well-formed file:// URL is not opened: its directory may not exist yet.
@@ -68,7 +69,7 @@ func checkTargetURL(t target.Target) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s3chain.OpenStore(ctx, t.URL, s3chain.Credentials{}); errors.Is(err, s3chain.ErrBadTarget) {
+	if _, err := store.Open(ctx, t.URL, store.Credentials{}); errors.Is(err, store.ErrBadTarget) {
 		return err
 	}
 	return nil
@@ -76,7 +77,7 @@ func checkTargetURL(t target.Target) error {
 
 // fileTargetDir returns the directory of a well-formed file:///DIR target
 // URL (an absolute path other than /, no host, query or dot segments: the
-// rules of s3chain.OpenStore), and false for any other URL.
+// rules of store.Open), and false for any other URL.
 func fileTargetDir(raw string) (string, bool) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "file" || u.Host != "" || u.User != nil || u.RawQuery != "" || u.Opaque != "" ||

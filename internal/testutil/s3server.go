@@ -38,7 +38,7 @@ type S3Server struct {
 	Dir string
 }
 
-// URL returns the s3:// target URL for s3chain.OpenStore naming Bucket and
+// URL returns the s3:// target URL for store.Open naming Bucket and
 // the key prefix prefix ("" for the bucket root): s3://BUCKET/PREFIX?
 // endpoint=127.0.0.1:PORT&region=us-east-1&insecure=true, or with
 // ca=CAFile instead of insecure=true for a StartS3TLS gateway.

@@ -11,34 +11,8 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
-
-func TestBackupSnapshotIDRoundTrip(t *testing.T) {
-	long := strings.Repeat("n", 63) + "/" + strings.Repeat("p", 36)
-	for _, ref := range []target.Ref{
-		{Target: "offsite", Chain: "shop/data-db-0", Backup: "20261129T101500Z"},
-		{Target: "a-very-long-name", Chain: long, Backup: "20261129T101500Z-12"},
-	} {
-		id := backupSnapshotID(ref)
-		if len(id) > maxCSIIDLen {
-			t.Fatalf("id %q is %d bytes, over the CSI limit", id, len(id))
-		}
-		got, err := parseBackupSnapshotID(id)
-		if err != nil {
-			t.Fatalf("parse %q: %v", id, err)
-		}
-		if got.Chain != ref.Chain && got.Chain != hashedMark+chainHash(ref.Chain) {
-			t.Fatalf("parse %q: chain %q", id, got.Chain)
-		}
-		if got.Target != ref.Target || got.Backup != ref.Backup {
-			t.Fatalf("parse %q: %+v", id, got)
-		}
-	}
-	if _, err := parseBackupSnapshotID("backup:../../etc"); err == nil {
-		t.Fatal("malformed backup id parsed")
-	}
-}
 
 func TestRestoreRefTemplates(t *testing.T) {
 	vr := volumeRequest{params: volumeParams{FromBackup: "offsite:${pvc.namespace}/${pvc.name}@latest",
@@ -69,7 +43,7 @@ func TestRestoreRefTemplates(t *testing.T) {
 func TestChainName(t *testing.T) {
 	vees := strings.Repeat("v", 100)
 	sha := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-	pvc := func(ns, n string) map[string]string { return map[string]string{labelPVCNamespace: ns, labelPVCName: n} }
+	pvc := func(ns, n string) map[string]string { return volume.Record{PVCNamespace: ns, PVCName: n}.Encode() }
 	tcs := []struct {
 		lv   backend.LVol
 		want string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // indexTTL is the staleness rule of ListSnapshots: the backups of a target
@@ -92,7 +93,7 @@ func credsDigest(secrets map[string]string) string {
 // from the index when fresh. A chain that cannot be read is logged and
 // skipped: it never hides the others. Errors: opening the target or
 // listing its chains.
-func (d *Driver) targetBackups(ctx context.Context, name string, secrets map[string]string) ([]*csi.Snapshot, error) {
+func (d *snapshotter) targetBackups(ctx context.Context, name string, secrets map[string]string) ([]*csi.Snapshot, error) {
 	k := indexKey{target: name, creds: credsDigest(secrets)}
 	snaps, gen, ok := d.index.get(k)
 	if ok {
@@ -115,7 +116,7 @@ func (d *Driver) targetBackups(ctx context.Context, name string, secrets map[str
 			continue
 		}
 		for _, m := range ms {
-			out = append(out, manifestSnapshot(backupSnapshotID(target.Ref{Target: name, Chain: c, Backup: m.ID}), m))
+			out = append(out, manifestSnapshot(volume.BackupID(target.Ref{Target: name, Chain: c, Backup: m.ID}), m))
 		}
 	}
 	d.index.put(k, out, start, gen)

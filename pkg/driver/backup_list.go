@@ -12,6 +12,7 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // backupSnapshots lists the backups of every target: those of this node
@@ -19,17 +20,17 @@ import (
 // backup the targets hold that the request's secrets (else the credentials
 // file) can read, made by any node or cluster. A target that cannot be
 // read is logged and skipped, so it never hides the others.
-func (d *Driver) backupSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
+func (d *snapshotter) backupSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
 	seen := map[string]bool{}
 	var out []*csi.Snapshot
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
-		return nil, poolError("list snapshots", err)
+		return nil, snapshotError("list snapshots", err)
 	}
 	for _, s := range snaps {
-		if id := s.Labels[labelBackupRef]; id != "" {
-			seen[id] = true
-			out = append(out, backupCSISnapshot(s, s.Labels[labelBackupState] == backupDone))
+		if rec := volume.Of(s); rec.IsBackup() {
+			seen[rec.BackupRef] = true
+			out = append(out, backupCSISnapshot(s, rec.Upload == volume.Uploaded))
 		}
 	}
 	for _, t := range d.targets.Targets() {
@@ -55,17 +56,13 @@ func (d *Driver) backupSnapshots(ctx context.Context, secrets map[string]string)
 // chain that cannot be read is a status with chainCode's code
 // (PermissionDenied, Unavailable, ...), and a chain whose encryption key
 // the secrets lack is PermissionDenied.
-func (d *Driver) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
-	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
-	if err != nil {
-		return nil, poolError("list snapshots", err)
+func (d *snapshotter) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+	if s, err := d.vols.SnapshotOfBackup(ctx, id); err == nil {
+		return backupCSISnapshot(s, volume.Of(s).Upload == volume.Uploaded), nil
+	} else if !errors.Is(err, backend.ErrNotFound) {
+		return nil, snapshotError("look up the local snapshot of "+id, err)
 	}
-	for _, s := range snaps {
-		if s.Labels[labelBackupRef] == id {
-			return backupCSISnapshot(s, s.Labels[labelBackupState] == backupDone), nil
-		}
-	}
-	ref, err := parseBackupSnapshotID(id)
+	ref, err := volume.ParseBackupID(id)
 	if err != nil || ref.Backup == target.Latest {
 		return nil, errNoSnapshot
 	}
@@ -73,9 +70,9 @@ func (d *Driver) lookupBackup(ctx context.Context, id string, secrets map[string
 	if errors.Is(err, target.ErrUnknownTarget) {
 		return nil, errNoSnapshot
 	} else if err != nil {
-		return nil, chainError("open backup target "+ref.Target, err)
+		return nil, snapshotError("open backup target "+ref.Target, err)
 	}
-	if ref, err = resolveChain(ctx, repo, ref); err == nil {
+	if ref, err = volume.ResolveChain(ctx, repo, ref); err == nil {
 		var m *s3chain.Manifest
 		if m, err = repo.Manifest(ctx, ref.Chain, ref.Backup); err == nil {
 			return manifestSnapshot(id, m), nil
@@ -88,7 +85,7 @@ func (d *Driver) lookupBackup(ctx context.Context, id string, secrets map[string
 		// The backup exists, the caller's secrets cannot read it.
 		return nil, status.Errorf(codes.PermissionDenied, "backup %s: %v; give the chain's %s in the request's secrets", ref, err, target.KeyEncryptionKey)
 	}
-	return nil, chainError("backup "+ref.String(), err)
+	return nil, snapshotError("backup "+ref.String(), err)
 }
 
 // errNoSnapshot: a snapshot id names nothing that exists.
@@ -97,9 +94,9 @@ var errNoSnapshot = errors.New("no such snapshot")
 // deleteBackupSnapshot removes a backup from its chain (its blocks merge
 // into its child so later backups still restore) and its local snapshot.
 // An unknown target, chain or backup is already gone: success.
-func (d *Driver) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
+func (d *snapshotter) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
 	d.dropLocalBackupSnapshots(ctx, id)
-	ref, err := parseBackupSnapshotID(id)
+	ref, err := volume.ParseBackupID(id)
 	if err != nil {
 		return nil
 	}
@@ -108,17 +105,17 @@ func (d *Driver) deleteBackupSnapshot(ctx context.Context, id string, secrets ma
 		klog.InfoS("backup of an unknown target treated as deleted", "snapshot", id)
 		return nil
 	} else if err != nil {
-		return chainError("open backup target", err)
+		return snapshotError("open backup target", err)
 	}
-	if ref, err = resolveChain(ctx, repo, ref); errors.Is(err, s3chain.ErrBackupNotFound) {
+	if ref, err = volume.ResolveChain(ctx, repo, ref); errors.Is(err, s3chain.ErrBackupNotFound) {
 		return nil
 	} else if err != nil {
-		return chainError("resolve chain", err)
+		return snapshotError("resolve chain", err)
 	}
 	err = repo.DeleteBackup(ctx, ref.Chain, ref.Backup)
 	d.index.invalidate(ref.Target)
 	if err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
-		return chainError("delete backup "+ref.String(), err)
+		return snapshotError("delete backup "+ref.String(), err)
 	}
 	d.gc.schedule(gcKey{ref.Target, ref.Chain}, secrets) // free its blocks (gc_background.go)
 	klog.InfoS("backup deleted", "backup", ref.String())
@@ -127,14 +124,8 @@ func (d *Driver) deleteBackupSnapshot(ctx context.Context, id string, secrets ma
 
 // dropLocalBackupSnapshots stops any upload of backup id and deletes its
 // local snapshots.
-func (d *Driver) dropLocalBackupSnapshots(ctx context.Context, id string) {
-	snaps, _ := d.pool.List(ctx, backend.KindSnapshot)
-	for _, s := range snaps {
-		if s.Labels[labelBackupRef] == id {
-			d.jobs.stop(s.ID)
-			if err := d.pool.Delete(ctx, s.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-				klog.ErrorS(err, "delete local snapshot of backup", "snapshot", s.ID)
-			}
-		}
+func (d *snapshotter) dropLocalBackupSnapshots(ctx context.Context, id string) {
+	if err := d.vols.DeleteSnapshotsOfBackup(ctx, id); err != nil {
+		klog.ErrorS(err, "delete local snapshot of backup", "backup", id)
 	}
 }

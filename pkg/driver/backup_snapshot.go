@@ -17,6 +17,7 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // createBackupSnapshot takes a reflink snapshot of the volume and uploads it
@@ -24,33 +25,32 @@ import (
 // upload is durable, the answer says ready_to_use false; retries with the
 // same name report the same snapshot id, and a failed upload is the error
 // of the next call while it is retried under that id (backupStatus).
-func (d *Driver) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest, sp snapshotParams) (*csi.CreateSnapshotResponse, error) {
+func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest, sp snapshotParams) (*csi.CreateSnapshotResponse, error) {
 	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, req.GetName()); err == nil {
-		if snap.SourceID != req.GetSourceVolumeId() || snap.Labels[labelBackupRef] == "" {
+		if snap.SourceID != req.GetSourceVolumeId() || !volume.Of(snap).IsBackup() {
 			return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume or as a local snapshot", req.GetName())
 		}
 		return d.backupStatus(ctx, snap, req.GetSecrets())
 	}
 	src, err := d.getVolume(ctx, req.GetSourceVolumeId())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	repo, err := d.targets.Open(ctx, sp.BackupTarget, req.GetSecrets())
 	if err != nil {
-		return nil, chainError("open backup target", err)
+		return nil, snapshotError("open backup target", err)
 	}
 	t, _ := d.targets.Lookup(sp.BackupTarget)
 	ref := target.Ref{Target: t.Name, Chain: chainName(src), Backup: time.Now().UTC().Format("20060102T150405Z")}
 	if ref.Backup, err = d.uniqueBackupID(ctx, repo, ref); err != nil {
-		return nil, chainError("choose backup id", err)
+		return nil, snapshotError("choose backup id", err)
 	}
 	if err := checkChainBlockSize(ctx, repo, ref, sp.BlockSize); err != nil {
 		return nil, err
 	}
-	labels := map[string]string{labelHidden: "true", labelBackupRef: backupSnapshotID(ref), labelBackupState: backupUploading,
-		labelBackupUnreported: "true"}
-	blockSizeLabels(labels, sp.BlockSize)
-	snap, err := d.localSnapshot(ctx, req.GetName(), src.ID, labels)
+	rec := volume.Record{Hidden: true, BackupRef: volume.BackupID(ref), Upload: volume.Uploading, Unreported: true,
+		BlockSize: sp.BlockSize}
+	snap, err := d.localSnapshot(ctx, req.GetName(), src.ID, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -60,11 +60,11 @@ func (d *Driver) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapsh
 
 // uniqueBackupID makes ref.Backup unique in the chain and among this node's
 // pending uploads, appending "-N" when two backups fall in the same second.
-func (d *Driver) uniqueBackupID(ctx context.Context, repo *s3chain.Repo, ref target.Ref) (string, error) {
+func (d *snapshotter) uniqueBackupID(ctx context.Context, repo *s3chain.Repo, ref target.Ref) (string, error) {
 	base := ref.Backup
 	for n := 1; ; n++ {
 		_, err := repo.Manifest(ctx, ref.Chain, ref.Backup)
-		if errors.Is(err, s3chain.ErrBackupNotFound) && !d.backupRefTaken(ctx, backupSnapshotID(ref)) {
+		if errors.Is(err, s3chain.ErrBackupNotFound) && !d.backupRefTaken(ctx, volume.BackupID(ref)) {
 			return ref.Backup, nil
 		} else if err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
 			return "", err
@@ -74,14 +74,9 @@ func (d *Driver) uniqueBackupID(ctx context.Context, repo *s3chain.Repo, ref tar
 }
 
 // backupRefTaken reports whether a local snapshot already carries id.
-func (d *Driver) backupRefTaken(ctx context.Context, id string) bool {
-	snaps, _ := d.pool.List(ctx, backend.KindSnapshot)
-	for _, s := range snaps {
-		if s.Labels[labelBackupRef] == id {
-			return true
-		}
-	}
-	return false
+func (d *snapshotter) backupRefTaken(ctx context.Context, id string) bool {
+	_, err := d.vols.SnapshotOfBackup(ctx, id)
+	return err == nil
 }
 
 // backupStatus answers a retried CreateSnapshot of a backup: ready once
@@ -89,23 +84,23 @@ func (d *Driver) backupRefTaken(ctx context.Context, id string) bool {
 // runs, after a driver restart); after a failed upload, the failure, while
 // the upload is retried under the same backup id, so that one snapshot name
 // keeps one snapshot id forever (CSI spec "CreateSnapshot").
-func (d *Driver) backupStatus(ctx context.Context, snap backend.LVol, secrets map[string]string) (*csi.CreateSnapshotResponse, error) {
-	ref, err := parseBackupSnapshotID(snap.Labels[labelBackupRef])
+func (d *snapshotter) backupStatus(ctx context.Context, snap backend.LVol, secrets map[string]string) (*csi.CreateSnapshotResponse, error) {
+	ref, err := volume.ParseBackupID(volume.Of(snap).BackupRef)
 	if err != nil {
-		return nil, chainError("backup snapshot", err)
+		return nil, snapshotError("backup snapshot", err)
 	}
-	switch snap.Labels[labelBackupState] {
-	case backupDone:
-		d.jobs.forget(snap.ID)
+	switch volume.Of(snap).Upload {
+	case volume.Uploaded:
+		d.vols.ForgetJob(snap.ID)
 		d.reportedReady(ctx, snap)
 		return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, true)}, nil
-	case backupFailed:
+	case volume.UploadFailed:
 		return nil, d.retryUpload(ctx, snap, ref, secrets)
 	}
 	j := d.startUpload(snap, ref, secrets)
-	if ok, _ := j.finished(); ok || wait(ctx, j) {
+	if ok, _ := j.Finished(); ok || volume.Wait(ctx, j) {
 		if snap, err = d.pool.Get(ctx, snap.ID); err != nil {
-			return nil, poolError("backup snapshot", err)
+			return nil, snapshotError("backup snapshot", err)
 		}
 		return d.backupStatus(ctx, snap, secrets)
 	}
@@ -114,10 +109,10 @@ func (d *Driver) backupStatus(ctx context.Context, snap backend.LVol, secrets ma
 
 // retryUpload restarts the failed upload of snap under its backup id and
 // returns the failure for the CO to see meanwhile.
-func (d *Driver) retryUpload(ctx context.Context, snap backend.LVol, ref target.Ref, secrets map[string]string) error {
-	d.jobs.forget(snap.ID)
-	if _, err := d.pool.SetLabels(ctx, snap.ID, map[string]string{labelBackupState: backupUploading}); err != nil {
-		return poolError("restart backup upload", err)
+func (d *snapshotter) retryUpload(ctx context.Context, snap backend.LVol, ref target.Ref, secrets map[string]string) error {
+	d.vols.ForgetJob(snap.ID)
+	if _, err := volume.Update(ctx, d.pool, snap.ID, func(r *volume.Record) { r.Upload = volume.Uploading }); err != nil {
+		return snapshotError("restart backup upload", err)
 	}
 	d.startUpload(snap, ref, secrets)
 	return uploadFailure(snap)
@@ -130,21 +125,22 @@ func (d *Driver) retryUpload(ctx context.Context, snap backend.LVol, ref target.
 // else Aborted (CSI spec "CreateSnapshot": an operation is pending for the
 // snapshot; the CO retries with backoff).
 func uploadFailure(snap backend.LVol) error {
+	rec := volume.Of(snap)
 	code := codes.Aborted
-	switch c := snap.Labels[labelBackupCode]; c {
+	switch c := rec.UploadCode; c {
 	case codes.Unavailable.String():
 		code = codes.Unavailable
 	case codes.ResourceExhausted.String():
 		code = codes.ResourceExhausted
 	}
 	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
-		snap.Labels[labelBackupRef], snap.Labels[labelBackupError])
+		rec.BackupRef, rec.UploadError)
 }
 
 // backupCSISnapshot describes a backup's snapshot lvol as a CSI snapshot.
 func backupCSISnapshot(snap backend.LVol, ready bool) *csi.Snapshot {
 	s := csiSnapshot(snap, ready)
-	s.SnapshotId = snap.Labels[labelBackupRef]
+	s.SnapshotId = volume.Of(snap).BackupRef
 	return s
 }
 
@@ -174,7 +170,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 //
 // The "_volume" namespaces start with '_', which no namespace can.
 func chainName(lv backend.LVol) string {
-	if ns, n := lv.Labels[labelPVCNamespace], lv.Labels[labelPVCName]; dnsLabel.MatchString(ns) && n != "" {
+	if rec := volume.Of(lv); dnsLabel.MatchString(rec.PVCNamespace) && rec.PVCName != "" {
+		ns, n := rec.PVCNamespace, rec.PVCName
 		if c := ns + "/" + n; s3chain.ValidChainName(c) == nil {
 			return c
 		}

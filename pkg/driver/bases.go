@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // A backup's local snapshot (hidden) serves two purposes: it records the
@@ -25,7 +26,7 @@ import (
 var basesMu sync.Mutex
 
 // sweepBases deletes the backup bases that no longer serve (see above).
-func (d *Driver) sweepBases(ctx context.Context) {
+func (d *snapshotter) sweepBases(ctx context.Context) {
 	basesMu.Lock()
 	defer basesMu.Unlock()
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
@@ -41,11 +42,11 @@ func (d *Driver) sweepBases(ctx context.Context) {
 	}
 	for _, s := range snaps {
 		k, ok := baseChain(s)
-		if !ok || s.Labels[labelBackupUnreported] != "" {
+		if !ok || volume.Of(s).Unreported {
 			continue
 		}
 		if newest[k].ID != s.ID {
-			d.deleteBase(s, "superseded by "+newest[k].Labels[labelBackupRef])
+			d.deleteBase(s, "superseded by "+volume.Of(newest[k]).BackupRef)
 		} else if _, err := d.pool.Get(ctx, s.SourceID); errors.Is(err, backend.ErrNotFound) {
 			d.deleteBase(s, "its volume was deleted")
 		}
@@ -54,10 +55,11 @@ func (d *Driver) sweepBases(ctx context.Context) {
 
 // baseChain returns "TARGET:CHAIN" of an uploaded backup base.
 func baseChain(s backend.LVol) (string, bool) {
-	if s.Labels[labelBackupState] != backupDone {
+	rec := volume.Of(s)
+	if rec.Upload != volume.Uploaded {
 		return "", false
 	}
-	r, err := parseBackupSnapshotID(s.Labels[labelBackupRef])
+	r, err := volume.ParseBackupID(rec.BackupRef)
 	if err != nil {
 		return "", false
 	}
@@ -68,33 +70,33 @@ func baseChain(s backend.LVol) (string, bool) {
 // one chain commit in turn, so the last one done is the chain's latest);
 // bases of older drivers, without the label, count as done when taken.
 func newer(a, b backend.LVol) bool {
-	da, db := a.Labels[labelBackupDoneAt], b.Labels[labelBackupDoneAt]
+	da, db := volume.Of(a).UploadDoneAt, volume.Of(b).UploadDoneAt
 	switch {
-	case da != db && da != "" && db != "":
-		return da > db
-	case da != db:
-		return da != "" // a labelled base is newer than any older driver's
+	case !da.Equal(db) && !da.IsZero() && !db.IsZero():
+		return da.After(db)
+	case !da.Equal(db):
+		return !da.IsZero() // a labelled base is newer than any older driver's
 	case !a.CreatedAt.Equal(b.CreatedAt):
 		return a.CreatedAt.After(b.CreatedAt)
 	}
 	return a.ID > b.ID
 }
 
-func (d *Driver) deleteBase(s backend.LVol, why string) {
+func (d *snapshotter) deleteBase(s backend.LVol, why string) {
 	if err := d.pool.Delete(context.Background(), s.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		klog.ErrorS(err, "delete backup base", "snapshot", s.ID)
 		return
 	}
-	klog.InfoS("backup base deleted", "snapshot", s.ID, "backup", s.Labels[labelBackupRef], "why", why)
+	klog.InfoS("backup base deleted", "snapshot", s.ID, "backup", volume.Of(s).BackupRef, "why", why)
 }
 
 // reportedReady records that a CreateSnapshot answered ready for snap,
 // which may let the sweep delete it.
-func (d *Driver) reportedReady(ctx context.Context, snap backend.LVol) {
-	if snap.Labels[labelBackupUnreported] == "" {
+func (d *snapshotter) reportedReady(ctx context.Context, snap backend.LVol) {
+	if !volume.Of(snap).Unreported {
 		return
 	}
-	if _, err := d.pool.SetLabels(ctx, snap.ID, map[string]string{labelBackupUnreported: ""}); err != nil {
+	if _, err := volume.Update(ctx, d.pool, snap.ID, func(r *volume.Record) { r.Unreported = false }); err != nil {
 		klog.ErrorS(err, "record backup reported", "snapshot", snap.ID)
 		return
 	}

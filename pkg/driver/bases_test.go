@@ -4,8 +4,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // TestSweepBases: the sweep keeps exactly the backup bases that still
@@ -16,27 +18,24 @@ func TestSweepBases(t *testing.T) {
 	e := newNodeEnv(t)
 	v := e.volume("v", nil)
 	w := e.volume("w", nil)
-	base := func(name string, src backend.LVol, chain, state, doneAt string, reported bool) string {
-		l := map[string]string{labelHidden: "true", labelBackupRef: "backup:offsite:" + chain + "@" + name, labelBackupState: state}
+	base := func(name string, src backend.LVol, chain string, state volume.UploadState, doneAt string, reported bool) string {
+		r := volume.Record{Hidden: true, BackupRef: "backup:offsite:" + chain + "@" + name, Upload: state, Unreported: !reported}
 		if doneAt != "" {
-			l[labelBackupDoneAt] = doneAt
+			r.UploadDoneAt, _ = time.Parse("20060102T150405.000000000Z", doneAt)
 		}
-		if !reported {
-			l[labelBackupUnreported] = "true"
-		}
-		return e.snapshot(name, src, l)
+		return e.snapshot(name, src, r.Encode())
 	}
 	keep := []string{v.ID,
-		base("b", v, "c1", backupDone, "20261130T000002.000000000Z", true), // newest of c1
-		base("c", v, "c1", backupUploading, "", false),
-		base("e", w, "c3", backupDone, "20261130T000001.000000000Z", false), // not reported yet
-		base("f", w, "c4", backupFailed, "", false),
-		base("g", v, "c1", backupDone, "20261130T000000.000000000Z", false), // older, unreported
-		e.snapshot("h", w, nil),                                             // a local snapshot
+		base("b", v, "c1", volume.Uploaded, "20261130T000002.000000000Z", true), // newest of c1
+		base("c", v, "c1", volume.Uploading, "", false),
+		base("e", w, "c3", volume.Uploaded, "20261130T000001.000000000Z", false), // not reported yet
+		base("f", w, "c4", volume.UploadFailed, "", false),
+		base("g", v, "c1", volume.Uploaded, "20261130T000000.000000000Z", false), // older, unreported
+		e.snapshot("h", w, nil), // a local snapshot
 	}
 	gone := []string{
-		base("a", v, "c1", backupDone, "20261130T000001.000000000Z", true), // superseded by b
-		base("d", w, "c2", backupDone, "20261130T000001.000000000Z", true), // its volume is deleted
+		base("a", v, "c1", volume.Uploaded, "20261130T000001.000000000Z", true), // superseded by b
+		base("d", w, "c2", volume.Uploaded, "20261130T000001.000000000Z", true), // its volume is deleted
 	}
 	if err := e.pool.Delete(e.ctx, w.ID); err != nil {
 		t.Fatal(err)

@@ -3,13 +3,11 @@ package driver
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
@@ -24,10 +22,6 @@ import (
 // and requests per byte. Absent: the chain's size, or for a new chain
 // s3chain.DefaultBlockSize.
 const ParamBlockSize = "blockSize"
-
-// labelBackupBlockSize records on a backup snapshot the block size its
-// VolumeSnapshotClass asked for, in bytes, for the upload job.
-const labelBackupBlockSize = "backupBlockSize"
 
 // parseBlockSize validates a blockSize parameter value and returns bytes.
 // Errors: InvalidArgument saying what is allowed.
@@ -52,27 +46,13 @@ func checkChainBlockSize(ctx context.Context, repo *s3chain.Repo, ref target.Ref
 		return nil
 	}
 	if err != nil {
-		return chainError("read the chain's block size", err)
+		return snapshotError("read the chain's block size", err)
 	}
 	if m.BlockSize != bs {
 		return status.Errorf(codes.InvalidArgument, "parameter %s is %d bytes but chain %q has block size %d bytes (%s), fixed by its first backup; use %s: %q or a new chain",
 			ParamBlockSize, bs, ref.Chain, m.BlockSize, quantity(m.BlockSize), ParamBlockSize, quantity(m.BlockSize))
 	}
 	return nil
-}
-
-// blockSizeLabels are the labels that carry bs (0: none) to the upload.
-func blockSizeLabels(labels map[string]string, bs int64) {
-	if bs != 0 {
-		labels[labelBackupBlockSize] = strconv.FormatInt(bs, 10)
-	}
-}
-
-// backupBlockSize is the block size a backup snapshot's upload asks for
-// (0: the chain's, or the default for a new chain).
-func backupBlockSize(snap backend.LVol) int64 {
-	n, _ := strconv.ParseInt(snap.Labels[labelBackupBlockSize], 10, 64)
-	return n
 }
 
 // quantity prints bytes as a Kubernetes quantity ("4Mi").

@@ -42,7 +42,7 @@ var supportedModes = map[csi.VolumeCapability_AccessMode_Mode]bool{
 }
 
 // ControllerGetCapabilities lists controllerCapabilities (CSI spec "ControllerGetCapabilities").
-func (d *Driver) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+func (d *controller) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	caps := make([]*csi.ControllerServiceCapability, 0, len(controllerCapabilities))
 	for _, c := range controllerCapabilities {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{

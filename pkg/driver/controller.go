@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // volumeRequest is a validated CreateVolume request.
@@ -19,23 +21,27 @@ type volumeRequest struct {
 	fsType string // from the capability; "" when none was asked
 	params volumeParams
 	source *csi.VolumeContentSource
+	// restore is the backup a restore request names (fromBackup with its
+	// templates filled, or a backup snapshot source), target resolved; nil
+	// for other requests. Parsed once, before the name's lock.
+	restore *target.Ref
 }
 
 // CreateVolume allocates an lvol from the local pool: empty, a reflink clone
 // of a snapshot or volume, or (fromBackup) a restore of an archived backup
 // (CSI spec "CreateVolume"). Retries with the same name and arguments return
 // the same volume; other arguments are AlreadyExists.
-func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	vr, err := d.validateCreateVolume(req)
 	if err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock("name:" + req.GetName()) {
+	if !d.vols.TryLock("name:" + req.GetName()) {
 		return nil, errBusy(req.GetName())
 	}
-	defer d.locks.unlock("name:" + req.GetName())
+	defer d.vols.Unlock("name:" + req.GetName())
 
-	if vr.params.FromBackup != "" || isBackupSnapshotSource(vr.source) {
+	if vr.restore != nil {
 		return d.createRestoredVolume(ctx, req, vr)
 	}
 	src, err := d.contentSource(ctx, vr.source)
@@ -57,17 +63,18 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	lv, err := d.pool.Create(ctx, backend.CreateOptions{
 		Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, SourceID: src.ID,
-		Labels: volumeLabels(vr, src),
+		Labels: volumeRecord(vr, src).Encode(),
 	})
 	if err != nil {
-		return nil, poolError("create lvol", err)
+		return nil, volumeError("create lvol", err)
 	}
 	klog.InfoS("volume created", "volume", lv.ID, "name", lv.Name, "size", lv.SizeBytes, "source", src.ID)
 	return d.volumeResponse(lv, vr.source), nil
 }
 
-// validateCreateVolume checks name, capabilities, parameters and topology.
-func (d *Driver) validateCreateVolume(req *csi.CreateVolumeRequest) (volumeRequest, error) {
+// validateCreateVolume checks name, capabilities, parameters and topology,
+// and parses the backup a restore names (restoreRef), all before the lock.
+func (d *controller) validateCreateVolume(req *csi.CreateVolumeRequest) (volumeRequest, error) {
 	if req.GetName() == "" {
 		return volumeRequest{}, status.Error(codes.InvalidArgument, "name is required")
 	}
@@ -82,14 +89,27 @@ func (d *Driver) validateCreateVolume(req *csi.CreateVolumeRequest) (volumeReque
 	if err := d.checkTopology(req.GetAccessibilityRequirements()); err != nil {
 		return volumeRequest{}, err
 	}
-	return volumeRequest{name: req.GetName(), access: access, fsType: fsType, params: params,
-		source: req.GetVolumeContentSource()}, nil
+	vr := volumeRequest{name: req.GetName(), access: access, fsType: fsType, params: params,
+		source: req.GetVolumeContentSource()}
+	if params.FromBackup != "" || volume.IsBackupID(vr.source.GetSnapshot().GetSnapshotId()) {
+		ref, err := restoreRef(vr)
+		if err != nil {
+			return volumeRequest{}, err
+		}
+		t, err := d.targets.Lookup(ref.Target)
+		if err != nil {
+			return volumeRequest{}, volumeError("backup target", err)
+		}
+		ref.Target = t.Name
+		vr.restore = &ref
+	}
+	return vr, nil
 }
 
 // checkTopology rejects requisite topologies that exclude this node: a
 // node-local pool can only provision here (CSI spec "TopologyRequirement":
 // ResourceExhausted).
-func (d *Driver) checkTopology(tr *csi.TopologyRequirement) error {
+func (d *controller) checkTopology(tr *csi.TopologyRequirement) error {
 	if len(tr.GetRequisite()) == 0 {
 		return nil
 	}
@@ -104,7 +124,7 @@ func (d *Driver) checkTopology(tr *csi.TopologyRequirement) error {
 
 // contentSource resolves a local snapshot or volume source to its lvol; no
 // source gives the zero LVol. Unknown sources are NotFound.
-func (d *Driver) contentSource(ctx context.Context, src *csi.VolumeContentSource) (backend.LVol, error) {
+func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSource) (backend.LVol, error) {
 	var id string
 	var kind backend.Kind
 	switch {
@@ -118,33 +138,34 @@ func (d *Driver) contentSource(ctx context.Context, src *csi.VolumeContentSource
 		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_content_source must be a snapshot or a volume")
 	}
 	lv, err := d.pool.Get(ctx, id)
-	if err == nil && (lv.Kind != kind || lv.Labels[labelState] != "") {
+	if err == nil && (lv.Kind != kind || !volume.Of(lv).Ready()) {
 		err = backend.ErrNotFound
 	}
 	if err != nil {
-		return backend.LVol{}, poolError("content source "+string(kind)+" "+id, err)
+		return backend.LVol{}, volumeError("content source "+string(kind)+" "+id, err)
 	}
 	return lv, nil
 }
 
 // sameVolume checks that an existing volume satisfies a retried request.
 func sameVolume(lv backend.LVol, vr volumeRequest, srcID string, r *csi.CapacityRange) error {
+	rec := volume.Of(lv)
 	switch {
 	case !fitsRange(lv.SizeBytes, r):
 		return status.Errorf(codes.AlreadyExists, "volume %q exists with size %d bytes, outside the requested capacity range", vr.name, lv.SizeBytes)
 	case lv.SourceID != srcID:
 		return status.Errorf(codes.AlreadyExists, "volume %q exists with another content source (%q)", vr.name, lv.SourceID)
-	case lv.Labels[labelParams] != vr.params.Digest:
+	case rec.ParamsDigest != vr.params.Digest:
 		return status.Errorf(codes.AlreadyExists, "volume %q exists with other parameters", vr.name)
-	case lv.Labels[labelAccessType] != vr.access:
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with access type %s", vr.name, lv.Labels[labelAccessType])
+	case rec.AccessType != vr.access:
+		return status.Errorf(codes.AlreadyExists, "volume %q exists with access type %s", vr.name, rec.AccessType)
 	}
 	return nil
 }
 
 // cloneFSType settles the filesystem type of a clone of src (the zero
 // LVol for an empty volume) by settleFSType.
-func (d *Driver) cloneFSType(ctx context.Context, requested string, src backend.LVol) (string, error) {
+func (d *controller) cloneFSType(ctx context.Context, requested string, src backend.LVol) (string, error) {
 	fs, err := d.sourceFSType(ctx, src)
 	if err != nil {
 		return "", err
@@ -152,32 +173,37 @@ func (d *Driver) cloneFSType(ctx context.Context, requested string, src backend.
 	return settleFSType(requested, fs, string(src.Kind)+" "+src.ID)
 }
 
-// volumeLabels are the labels recorded on a new volume. A clone inherits
-// its source's restore origin, and vr.fsType is already its source's
+// volumeRecord is the record of a new volume. A clone inherits its
+// source's restore origin, and vr.fsType is already its source's
 // (cloneFSType), so the node never formats over the source's data. src is
 // the zero LVol when there is none.
-func volumeLabels(vr volumeRequest, src backend.LVol) map[string]string {
-	l := map[string]string{
-		labelAccessType: vr.access, labelParams: vr.params.Digest, labelFSType: vr.fsType,
-		labelPVCName: vr.params.PVCName, labelPVCNamespace: vr.params.PVCNamespace, labelPVName: vr.params.PVName,
+func volumeRecord(vr volumeRequest, src backend.LVol) volume.Record {
+	return volume.Record{
+		AccessType: vr.access, ParamsDigest: vr.params.Digest, FSType: vr.fsType,
+		PVCName: vr.params.PVCName, PVCNamespace: vr.params.PVCNamespace, PVName: vr.params.PVName,
+		RestoredFrom: volume.Of(src).RestoredFrom,
 	}
-	if from := src.Labels[labelRestoredFrom]; from != "" {
-		l[labelRestoredFrom] = from
-	}
-	return l
 }
 
+// Volume context keys of the volumes this driver returns (the same names
+// as the labels that record them).
+const (
+	volumeContextFSType       = "fsType"
+	volumeContextRestoredFrom = "restoredFrom"
+)
+
 // volumeResponse builds the CreateVolume response of an lvol.
-func (d *Driver) volumeResponse(lv backend.LVol, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {
+func (d *controller) volumeResponse(lv backend.LVol, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {
 	return &csi.CreateVolumeResponse{Volume: d.csiVolume(lv, src)}
 }
 
 // csiVolume describes an lvol as a CSI Volume, with this node's topology
 // and a volume context carrying the filesystem type and restore origin.
-func (d *Driver) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Volume {
+func (d *controller) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Volume {
+	rec := volume.Of(lv)
 	vc := map[string]string{}
-	for _, k := range []string{labelFSType, labelRestoredFrom} {
-		if v := lv.Labels[k]; v != "" {
+	for k, v := range map[string]string{volumeContextFSType: rec.FSType, volumeContextRestoredFrom: rec.RestoredFrom} {
+		if v != "" {
 			vc[k] = v
 		}
 	}
@@ -192,28 +218,28 @@ func (d *Driver) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.V
 // reported go when they are). Unknown or malformed ids are success; a
 // volume still attached to a loop device (staged) is FailedPrecondition; a
 // restore in progress is cancelled first.
-func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindVolume) {
 		d.sweepBases(ctx)
 		return &csi.DeleteVolumeResponse{}, nil
 	} else if err != nil {
-		return nil, poolError("look up volume", err)
+		return nil, volumeError("look up volume", err)
 	}
 	d.cancelRestore(lv)
 	if err := d.checkNotAttached(ctx, lv.ID); err != nil {
 		return nil, err
 	}
 	if err := d.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return nil, poolError("delete lvol", err)
+		return nil, volumeError("delete lvol", err)
 	}
 	d.sweepBases(ctx)
 	klog.InfoS("volume deleted", "volume", lv.ID, "name", lv.Name)
@@ -222,7 +248,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 
 // checkNotAttached refuses to delete an lvol that a loop device still backs:
 // the volume is staged on this node (CSI spec: FailedPrecondition, in use).
-func (d *Driver) checkNotAttached(ctx context.Context, id string) error {
+func (d *controller) checkNotAttached(ctx context.Context, id string) error {
 	path, err := d.pool.DataPath(id)
 	if err != nil {
 		return nil

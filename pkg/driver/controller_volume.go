@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -10,20 +12,20 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
-// getVolume returns a ready volume lvol; unknown ids, snapshots and volumes
-// still being restored are NotFound.
-func (d *Driver) getVolume(ctx context.Context, id string) (backend.LVol, error) {
+// getVolume returns a ready volume lvol. Errors: InvalidArgument for an
+// empty id; backend.ErrNotFound for unknown ids and snapshots,
+// volume.ErrNotReady (which wraps it) for volumes still being restored,
+// both wrapped with "volume ID" for the caller's family mapper.
+func (d *controller) getVolume(ctx context.Context, id string) (backend.LVol, error) {
 	if id == "" {
 		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
-	lv, err := d.pool.Get(ctx, id)
-	if err == nil && (lv.Kind != backend.KindVolume || lv.Labels[labelState] != "") {
-		err = backend.ErrNotFound
-	}
+	lv, err := d.vols.Ready(ctx, backend.KindVolume, id)
 	if err != nil {
-		return lv, poolError("volume "+id, err)
+		return lv, fmt.Errorf("volume %s: %w", id, err)
 	}
 	return lv, nil
 }
@@ -31,10 +33,10 @@ func (d *Driver) getVolume(ctx context.Context, id string) (backend.LVol, error)
 // ValidateVolumeCapabilities confirms capabilities a volume can serve
 // (CSI spec "ValidateVolumeCapabilities"): supported modes, and the volume's
 // own access type and filesystem type.
-func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+func (d *controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	lv, err := d.getVolume(ctx, req.GetVolumeId())
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	access, fsType, err := checkCapabilities(req.GetVolumeCapabilities())
 	if err != nil {
@@ -43,10 +45,11 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	if _, err := parseVolumeParams(req.GetParameters()); err != nil {
 		return nil, err
 	}
-	if access != lv.Labels[labelAccessType] {
-		return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume was created for " + lv.Labels[labelAccessType] + " access"}, nil
+	rec := volume.Of(lv)
+	if access != rec.AccessType {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume was created for " + rec.AccessType + " access"}, nil
 	}
-	if fs := lv.Labels[labelFSType]; fsType != "" && fs != "" && fsType != fs {
+	if fs := rec.FSType; fsType != "" && fs != "" && fsType != fs {
 		return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume holds a " + fs + " filesystem, not " + fsType}, nil
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
@@ -58,7 +61,7 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 // and what running restores will still write (what restore admission
 // accepts), or 0 for a topology that is not this node's (CSI spec
 // "GetCapacity").
-func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+func (d *controller) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if seg := req.GetAccessibleTopology().GetSegments(); len(seg) > 0 && seg[TopologyKey] != d.opts.NodeID {
 		return &csi.GetCapacityResponse{}, nil
 	}
@@ -69,23 +72,23 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	}
 	c, err := d.pool.Capacity(ctx)
 	if err != nil {
-		return nil, poolError("pool capacity", err)
+		return nil, volumeError("pool capacity", err)
 	}
-	r, err := d.poolRoom(ctx, nil) // what restore admission accepts (restore_space.go)
+	free, err := d.vols.Free(ctx) // what restore admission accepts (volume.Manager.Admit)
 	if err != nil {
-		return nil, poolError("pool capacity", err)
+		return nil, volumeError("pool capacity", err)
 	}
 	return &csi.GetCapacityResponse{
-		AvailableCapacity: r.free(),
+		AvailableCapacity: free,
 		MaximumVolumeSize: &wrapperspb.Int64Value{Value: c.TotalBytes},
 	}, nil
 }
 
 // ControllerGetVolume describes one volume (CSI spec "ControllerGetVolume").
-func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
+func (d *controller) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
 	lv, err := d.getVolume(ctx, req.GetVolumeId())
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	return &csi.ControllerGetVolumeResponse{Volume: d.csiVolume(lv, nil), Status: &csi.ControllerGetVolumeResponse_VolumeStatus{}}, nil
 }
@@ -97,31 +100,31 @@ func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGet
 // local pool is answered with the requested size and node expansion
 // required, and NodeExpandVolume, called on the volume's own node, grows
 // the lvol there.
-func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	if req.GetVolumeId() == "" || req.GetCapacityRange() == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume_id and capacity_range are required")
 	}
 	lv, err := d.getVolume(ctx, req.GetVolumeId())
-	if status.Code(err) == codes.NotFound {
+	if errors.Is(err, backend.ErrNotFound) {
 		size, err := sizeFor(req.GetCapacityRange(), 0)
 		if err != nil {
 			return nil, err
 		}
 		return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
 	} else if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
-	if !d.locks.tryLock(lv.ID) {
+	if !d.vols.TryLock(lv.ID) {
 		return nil, errBusy(lv.ID)
 	}
-	defer d.locks.unlock(lv.ID)
+	defer d.vols.Unlock(lv.ID)
 	size, err := sizeFor(req.GetCapacityRange(), lv.SizeBytes)
 	if err != nil {
 		return nil, err
 	}
 	lv, err = d.pool.Resize(ctx, lv.ID, size)
 	if err != nil {
-		return nil, poolError("resize lvol", err)
+		return nil, volumeError("resize lvol", err)
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: lv.SizeBytes, NodeExpansionRequired: true}, nil
 }

@@ -8,5 +8,7 @@
 // The package never logs secrets (requests are sanitized with csi-lib-utils'
 // protosanitizer), never lets a request id reach a file path unvalidated, and
 // never returns a non-status error to gRPC: every error is mapped to a code in
-// errors.go.
+// errors.go, one function per RPC family. What it records on lvols and the
+// lifecycle state beside it (jobs, locks, checkpoints, the backup reference
+// index) live in pkg/volume (docs/ARCHITECTURE.md).
 package driver

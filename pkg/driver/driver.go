@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -17,41 +16,44 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
-// Driver composes chainvol's Identity, Controller and Node servers over one
-// lvol pool. Create it with New and serve it with Run.
+// Driver composes chainvol's Identity, Controller, GroupController and
+// Node servers (servers.go) over one lvol pool. Create it with New and
+// serve it with Run. Every RPC method of the servers is promoted to it.
 type Driver struct {
-	csi.UnimplementedIdentityServer
-	csi.UnimplementedControllerServer
-	csi.UnimplementedNodeServer
-	csi.UnimplementedGroupControllerServer
+	*core
+}
+
+// core is what the servers share: the node's options, pool, mounts,
+// targets, the volume lifecycle manager, metrics, and each other (the
+// embedded servers, so that one can call another's helpers).
+type core struct {
+	*identity
+	*controller
+	*restorer
+	*snapshotter
+	*groups
+	*node
 
 	opts    Options
 	pool    backend.Pool
 	mounter *mount.SafeFormatAndMount
 	exec    utilexec.Interface
 	loops   *loopDevices
-	locks   *lockSet
 	metrics *metrics
 	events  *pvcEvents // progress events on claims; nil outside a cluster
 	targets *target.Set
-	jobs    *jobSet
-	// failures holds the final error of a background restore that no call
-	// has reported yet, by volume name; it is reported once, then forgotten.
-	failures sync.Map
-	// chainLocks serialise uploads into one chain (a parent must be the
-	// chain's latest backup).
-	chainLocks sync.Map
+	// vols owns the lifecycle state beside the lvols' records: locks,
+	// jobs and their results, checkpoints, the backup reference index.
+	vols *volume.Manager
 	// index caches the targets' backups for ListSnapshots (backup_index.go).
 	index backupIndex
 	// gc collects a chain's unreferenced blocks after backup deletions
 	// (gc_background.go).
 	gc        *gcScheduler
 	gcMetrics *gcMetrics
-	// admit serialises restore admission with the creation of its lvol
-	// (capacity.go), so two restores never both count the same free space.
-	admit sync.Mutex
 }
 
 // New builds a driver over an open pool. mounter and exec are injected so
@@ -71,21 +73,22 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{
+	c := &core{
 		targets: targets,
-		jobs:    newJobSet(),
+		vols:    volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, PoolReserveBytes: opts.PoolReserveBytes}),
 		opts:    opts,
 		pool:    pool,
 		mounter: mounter,
 		exec:    ex,
 		loops:   &loopDevices{exec: ex},
-		locks:   newLockSet(),
 		metrics: newMetrics(),
 		events:  newPVCEvents(opts.NodeID),
 	}
-	d.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, d.collect)
-	d.gcMetrics = newGCMetrics(d.metrics.registry)
-	return d, nil
+	c.identity, c.controller, c.restorer = &identity{core: c}, &controller{core: c}, &restorer{core: c}
+	c.snapshotter, c.groups, c.node = &snapshotter{core: c}, &groups{core: c}, &node{core: c}
+	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)
+	c.gcMetrics = newGCMetrics(c.metrics.registry)
+	return &Driver{core: c}, nil
 }
 
 // Run serves the CSI services on the unix socket of opts.Endpoint until ctx is
@@ -103,16 +106,16 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
-	csi.RegisterIdentityServer(srv, d)
-	csi.RegisterControllerServer(srv, d)
-	csi.RegisterNodeServer(srv, d)
-	csi.RegisterGroupControllerServer(srv, d) // group_snapshot.go
+	csi.RegisterIdentityServer(srv, d.identity)
+	csi.RegisterControllerServer(srv, d.controllerService())
+	csi.RegisterNodeServer(srv, d.node)
+	csi.RegisterGroupControllerServer(srv, d.groups) // group_snapshot.go
 	go func() {
 		<-ctx.Done()
 		srv.GracefulStop()
 		// Restores resume from their checkpoints, uploads restart, on
 		// the next call after a restart.
-		d.jobs.stopAll()
+		d.vols.StopAll()
 		d.gc.stop()
 	}()
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
@@ -120,7 +123,7 @@ func (d *Driver) Run(ctx context.Context) error {
 }
 
 // topology is this node's accessible topology segment.
-func (d *Driver) topology() *csi.Topology {
+func (d *core) topology() *csi.Topology {
 	return &csi.Topology{Segments: map[string]string{TopologyKey: d.opts.NodeID}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // TestChainCodeUnavailable: a target that cannot be reached right now is
@@ -23,14 +24,14 @@ func TestChainCodeUnavailable(t *testing.T) {
 		err  error
 		want codes.Code
 	}{
-		{fmt.Errorf("delete: s3 GET %q: %w: %w", "k", s3chain.ErrTransient, refused), codes.Unavailable},
-		{fmt.Errorf("gave up after 6 attempts: %w", s3chain.ErrTransient), codes.Unavailable},
+		{fmt.Errorf("delete: s3 GET %q: %w: %w", "k", store.ErrTransient, refused), codes.Unavailable},
+		{fmt.Errorf("gave up after 6 attempts: %w", store.ErrTransient), codes.Unavailable},
 		{fmt.Errorf("open: %w", refused), codes.Unavailable},
 		{fmt.Errorf("read: %w", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}), codes.Unavailable},
 		{fmt.Errorf("read: %w", syscall.ECONNRESET), codes.Unavailable},
-		{fmt.Errorf("%w (while retrying after: %w)", context.DeadlineExceeded, s3chain.ErrTransient), codes.DeadlineExceeded},
+		{fmt.Errorf("%w (while retrying after: %w)", context.DeadlineExceeded, store.ErrTransient), codes.DeadlineExceeded},
 		{context.Canceled, codes.Canceled},
-		{fmt.Errorf("x: %w", s3chain.ErrAccessDenied), codes.PermissionDenied},
+		{fmt.Errorf("x: %w", store.ErrAccessDenied), codes.PermissionDenied},
 		{fmt.Errorf("x: %w", s3chain.ErrBackupNotFound), codes.NotFound},
 		{fmt.Errorf("x: %w", s3chain.ErrChainBusy), codes.Aborted},
 		{errors.New("something else"), codes.Internal},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // progressEventEvery is the least time between two progress events of one
@@ -77,7 +78,8 @@ func (e *pvcEvents) restoreProgress(lv backend.LVol, msg string) {
 	if e == nil {
 		return
 	}
-	ns, name := lv.Labels[labelPVCNamespace], lv.Labels[labelPVCName]
+	rec := volume.Of(lv)
+	ns, name := rec.PVCNamespace, rec.PVCName
 	if ns == "" || name == "" {
 		return
 	}

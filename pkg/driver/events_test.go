@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // TestPVCEventsRateAndShape: a restore's progress becomes one Normal
@@ -29,7 +30,7 @@ func TestPVCEventsRateAndShape(t *testing.T) {
 		done <- struct{}{}
 		return nil
 	}
-	lv := backend.LVol{ID: "vol-1", Labels: map[string]string{labelPVCNamespace: "app", labelPVCName: "data"}}
+	lv := backend.LVol{ID: "vol-1", Labels: volume.Record{PVCNamespace: "app", PVCName: "data"}.Encode()}
 	e.restoreProgress(lv, "restore of x: 1 GiB of 4 GiB (25%)")
 	<-done
 	e.restoreProgress(lv, "restore of x: 2 GiB of 4 GiB (50%)") // within the interval: dropped

@@ -38,11 +38,11 @@ const (
 // or an administrator's fsfreeze: we cannot know when they will thaw it, so
 // the snapshot is retried rather than taken unprotected or thawed under
 // their feet), Internal otherwise.
-func (d *Driver) freezeStaged(ctx context.Context, lvolID string) (thaw func(), err error) {
+func (d *node) freezeStaged(ctx context.Context, lvolID string) (thaw func(), err error) {
 	noop := func() {}
 	file, err := d.pool.DataPath(lvolID)
 	if err != nil {
-		return noop, poolError("lvol "+lvolID, err)
+		return noop, snapshotError("lvol "+lvolID, err)
 	}
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // TestFreezeStaged: while frozen, a write from another goroutine blocks;
@@ -59,7 +60,7 @@ func TestFreezeStaged(t *testing.T) {
 // both mount after reflinking changed their loop devices' sector size.
 func TestStageCloneOfStagedXFS(t *testing.T) {
 	e := newNodeEnv(t)
-	src := e.volume("src", map[string]string{labelFSType: "xfs"})
+	src := e.volume("src", volume.Record{FSType: "xfs"}.Encode())
 	srcStage, cloneStage := e.path("src"), e.path("clone")
 	mustOK(t, e.stage(src.ID, srcStage, mountCap("", snw)))
 	mustOK(t, os.WriteFile(filepath.Join(srcStage, "f"), []byte("before snapshot"), 0o644))
@@ -67,7 +68,7 @@ func TestStageCloneOfStagedXFS(t *testing.T) {
 	thaw, err := e.d.freezeStaged(e.ctx, src.ID)
 	mustOK(t, err)
 	clone, err := e.pool.Create(e.ctx, backend.CreateOptions{Name: "clone", Kind: backend.KindVolume,
-		SourceID: src.ID, Labels: map[string]string{labelFSType: "xfs", labelRestoredFrom: "test"}})
+		SourceID: src.ID, Labels: volume.Record{FSType: "xfs", RestoredFrom: "test"}.Encode()})
 	thaw()
 	mustOK(t, err)
 

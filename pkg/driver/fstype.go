@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // settleFSType is the one rule for the filesystem type of a new volume,
@@ -31,13 +32,13 @@ func settleFSType(requested, srcFS, what string) (string, error) {
 // when none was recorded (created without an fsType and formatted by
 // NodeStageVolume with the default), what blkid finds in its data file.
 // "" for no source, a blank or a block volume without a filesystem.
-func (d *Driver) sourceFSType(ctx context.Context, src backend.LVol) (string, error) {
-	if src.ID == "" || src.Labels[labelFSType] != "" {
-		return src.Labels[labelFSType], nil
+func (d *controller) sourceFSType(ctx context.Context, src backend.LVol) (string, error) {
+	if fs := volume.Of(src).FSType; src.ID == "" || fs != "" {
+		return fs, nil
 	}
 	path, err := d.pool.DataPath(src.ID)
 	if err != nil {
-		return "", poolError("content source "+src.ID, err)
+		return "", volumeError("content source "+src.ID, err)
 	}
 	fs, err := d.mounter.GetDiskFormat(path)
 	if err != nil {

@@ -132,7 +132,7 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 // collect is the gcScheduler's run: one Repo.GC of the chain, logged and
 // counted. It asks for a retry when a backup of the chain was running (the
 // gc skipped it) or the target failed.
-func (d *Driver) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
+func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
 	start := time.Now()
 	repo, err := d.targets.Open(ctx, k.target, secrets)
 	var st s3chain.GCStats

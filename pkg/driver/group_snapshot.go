@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -14,16 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chainvol/chainvol/pkg/backend"
-)
-
-// Labels of a group snapshot's member snapshot lvols.
-const (
-	// labelGroupID is the group snapshot id (also the manifests' groupId).
-	labelGroupID = "groupId"
-	// labelGroupName is the CO's name of the group, for idempotent retries.
-	labelGroupName = "groupName"
-	// labelGroupMember is the member's name in the manifest: its chain.
-	labelGroupMember = "groupMember"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // groupCapabilities are advertised by GroupControllerGetCapabilities.
@@ -33,7 +25,7 @@ var groupCapabilities = []csi.GroupControllerServiceCapability_RPC_Type{
 
 // GroupControllerGetCapabilities lists groupCapabilities (CSI spec
 // "GroupControllerGetCapabilities").
-func (d *Driver) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest) (*csi.GroupControllerGetCapabilitiesResponse, error) {
+func (d *groups) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest) (*csi.GroupControllerGetCapabilitiesResponse, error) {
 	var caps []*csi.GroupControllerServiceCapability
 	for _, c := range groupCapabilities {
 		caps = append(caps, &csi.GroupControllerServiceCapability{Type: &csi.GroupControllerServiceCapability_Rpc{
@@ -53,7 +45,7 @@ func (d *Driver) GroupControllerGetCapabilities(context.Context, *csi.GroupContr
 // without name or volumes; NotFound when no member is on this node;
 // FailedPrecondition naming the members on other nodes; Aborted while a
 // member is busy or frozen by someone else; those of CreateSnapshot.
-func (d *Driver) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.CreateVolumeGroupSnapshotResponse, error) {
+func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.CreateVolumeGroupSnapshotResponse, error) {
 	if req.GetName() == "" || len(req.GetSourceVolumeIds()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "name and source_volume_ids are required")
 	}
@@ -61,10 +53,10 @@ func (d *Driver) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	if err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock("group:" + req.GetName()) {
+	if !d.vols.TryLock("group:" + req.GetName()) {
 		return nil, errBusy(req.GetName())
 	}
-	defer d.locks.unlock("group:" + req.GetName())
+	defer d.vols.Unlock("group:" + req.GetName())
 	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
 	members, err := d.groupMembers(ctx, req.GetName(), ids)
 	if err != nil {
@@ -84,15 +76,15 @@ func (d *Driver) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 
 // groupMembers returns the member lvols of an existing group called name,
 // nil if there is none; the same name over other volumes is AlreadyExists.
-func (d *Driver) groupMembers(ctx context.Context, name string, ids []string) ([]backend.LVol, error) {
+func (d *groups) groupMembers(ctx context.Context, name string, ids []string) ([]backend.LVol, error) {
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
-		return nil, poolError("list snapshots", err)
+		return nil, snapshotError("list snapshots", err)
 	}
 	var members []backend.LVol
 	var sources []string
 	for _, s := range snaps {
-		if s.Labels[labelGroupName] == name {
+		if volume.Of(s).GroupName == name {
 			members, sources = append(members, s), append(sources, s.SourceID)
 		}
 	}
@@ -113,12 +105,12 @@ func groupSnapshotID(name string, t time.Time) string {
 
 // groupStatus describes a group from its member lvols: backups report
 // their upload state (restarting a stopped upload like CreateSnapshot).
-func (d *Driver) groupStatus(ctx context.Context, members []backend.LVol, secrets map[string]string) (*csi.VolumeGroupSnapshot, error) {
-	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: members[0].Labels[labelGroupID], ReadyToUse: true,
+func (d *groups) groupStatus(ctx context.Context, members []backend.LVol, secrets map[string]string) (*csi.VolumeGroupSnapshot, error) {
+	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: volume.Of(members[0]).GroupID, ReadyToUse: true,
 		CreationTime: timestamppb.New(members[0].CreatedAt)}
 	for _, m := range members {
 		s := csiSnapshot(m, true)
-		if m.Labels[labelBackupRef] != "" {
+		if volume.Of(m).IsBackup() {
 			resp, err := d.backupStatus(ctx, m, secrets)
 			if err != nil {
 				return nil, err
@@ -136,14 +128,14 @@ func (d *Driver) groupStatus(ctx context.Context, members []backend.LVol, secret
 // CO passes them; CSI spec "GetVolumeGroupSnapshot"), or by the member
 // lvols of this node carrying the group id. Errors: InvalidArgument without
 // a group id, NotFound when no member is known.
-func (d *Driver) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.GetVolumeGroupSnapshotResponse, error) {
+func (d *groups) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.GetVolumeGroupSnapshotResponse, error) {
 	gid := req.GetGroupSnapshotId()
 	if gid == "" {
 		return nil, status.Error(codes.InvalidArgument, "group_snapshot_id is required")
 	}
 	ids, err := d.groupSnapshotIDs(ctx, gid, req.GetSnapshotIds())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: gid, ReadyToUse: true}
 	for _, id := range ids {
@@ -164,31 +156,31 @@ func (d *Driver) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVolumeG
 }
 
 // groupSnapshotIDs returns the member snapshot ids of group gid: the
-// request's, else those of this node's lvols labelled with gid. NotFound
-// when there are none.
-func (d *Driver) groupSnapshotIDs(ctx context.Context, gid string, given []string) ([]string, error) {
+// request's, else those of this node's lvols recording gid. Errors:
+// errNoSnapshot when there are none, those of the pool.
+func (d *groups) groupSnapshotIDs(ctx context.Context, gid string, given []string) ([]string, error) {
 	if len(given) > 0 {
 		return given, nil
 	}
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
-		return nil, poolError("list snapshots", err)
+		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	var ids []string
 	for _, s := range snaps {
-		if s.Labels[labelGroupID] == gid {
+		if volume.Of(s).GroupID == gid {
 			ids = append(ids, csiSnapshotID(s))
 		}
 	}
 	if len(ids) == 0 {
-		return nil, status.Errorf(codes.NotFound, "group snapshot %q not found on node %s (give its members' snapshot ids to look up backups made elsewhere)", gid, d.opts.NodeID)
+		return nil, fmt.Errorf("%w: group snapshot %q not found on node %s (give its members' snapshot ids to look up backups made elsewhere)", errNoSnapshot, gid, d.opts.NodeID)
 	}
 	return ids, nil
 }
 
 // csiSnapshotID is the snapshot id a member lvol is known by.
 func csiSnapshotID(s backend.LVol) string {
-	if id := s.Labels[labelBackupRef]; id != "" {
+	if id := volume.Of(s).BackupRef; id != "" {
 		return id
 	}
 	return s.ID
@@ -197,16 +189,16 @@ func csiSnapshotID(s backend.LVol) string {
 // DeleteVolumeGroupSnapshot deletes every member snapshot (backups leave
 // their chains, and the background gc frees their blocks); unknown groups
 // and members are already gone (CSI spec "DeleteVolumeGroupSnapshot").
-func (d *Driver) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) (*csi.DeleteVolumeGroupSnapshotResponse, error) {
+func (d *groups) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) (*csi.DeleteVolumeGroupSnapshotResponse, error) {
 	gid := req.GetGroupSnapshotId()
 	if gid == "" {
 		return nil, status.Error(codes.InvalidArgument, "group_snapshot_id is required")
 	}
 	ids, err := d.groupSnapshotIDs(ctx, gid, nil)
-	if status.Code(err) == codes.NotFound {
+	if errors.Is(err, errNoSnapshot) {
 		ids, err = nil, nil
 	} else if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(append(ids, req.GetSnapshotIds()...)))) {
 		if !validSnapshotID(id) {

@@ -15,37 +15,38 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // takeGroup snapshots the volumes ids (sorted) together and, for a backup
 // group, starts each member's upload. The members' filesystems are frozen
 // from the first freeze to the last reflink: O(members) reflinks, logged
 // as frozenFor.
-func (d *Driver) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, ids []string) ([]backend.LVol, error) {
+func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, ids []string) ([]backend.LVol, error) {
 	srcs, err := d.groupSources(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	for i, s := range srcs {
-		if !d.locks.tryLock(s.ID) {
+		if !d.vols.TryLock(s.ID) {
 			for _, t := range srcs[:i] {
-				d.locks.unlock(t.ID)
+				d.vols.Unlock(t.ID)
 			}
 			return nil, errBusy(s.ID)
 		}
 	}
 	defer func() {
 		for _, s := range srcs {
-			d.locks.unlock(s.ID)
+			d.vols.Unlock(s.ID)
 		}
 	}()
 	now := time.Now()
 	gid := groupSnapshotID(req.GetName(), now)
-	labels, refs, err := d.groupLabels(ctx, req, sp, srcs, gid, now)
+	recs, refs, err := d.groupRecords(ctx, req, sp, srcs, gid, now)
 	if err != nil {
 		return nil, err
 	}
-	members, frozenFor, err := d.freezeAndReflink(ctx, req.GetName(), srcs, labels)
+	members, frozenFor, err := d.freezeAndReflink(ctx, req.GetName(), srcs, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -60,16 +61,16 @@ func (d *Driver) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 
 // groupSources returns the member volumes; volumes that are not in this
 // node's pool are refused by name (a group is frozen together, on one node).
-func (d *Driver) groupSources(ctx context.Context, ids []string) ([]backend.LVol, error) {
+func (d *groups) groupSources(ctx context.Context, ids []string) ([]backend.LVol, error) {
 	var srcs []backend.LVol
 	var elsewhere []string
 	for _, id := range ids {
 		src, err := d.getVolume(ctx, id)
-		if status.Code(err) == codes.NotFound || (err == nil && !validVolumeID(id)) {
+		if errors.Is(err, backend.ErrNotFound) || (err == nil && !validVolumeID(id)) {
 			elsewhere = append(elsewhere, id)
 			continue
 		} else if err != nil {
-			return nil, err
+			return nil, snapshotError("", err)
 		}
 		srcs = append(srcs, src)
 	}
@@ -87,20 +88,20 @@ func (d *Driver) groupSources(ctx context.Context, ids []string) ([]backend.LVol
 	return srcs, nil
 }
 
-// groupLabels are the member lvols' labels and, for a backup group, each
+// groupRecords are the member lvols' records and, for a backup group, each
 // member's backup: its own chain, one backup id time for all members.
-func (d *Driver) groupLabels(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, srcs []backend.LVol, gid string, now time.Time) ([]map[string]string, []target.Ref, error) {
-	labels := make([]map[string]string, len(srcs))
+func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, srcs []backend.LVol, gid string, now time.Time) ([]volume.Record, []target.Ref, error) {
+	recs := make([]volume.Record, len(srcs))
 	refs := make([]target.Ref, len(srcs))
 	var repo *s3chain.Repo
 	if sp.Backup {
 		var err error
 		if repo, err = d.targets.Open(ctx, sp.BackupTarget, req.GetSecrets()); err != nil {
-			return nil, nil, chainError("open backup target", err)
+			return nil, nil, snapshotError("open backup target", err)
 		}
 	}
 	for i, s := range srcs {
-		labels[i] = map[string]string{labelGroupID: gid, labelGroupName: req.GetName(), labelGroupMember: chainName(s)}
+		recs[i] = volume.Record{GroupID: gid, GroupName: req.GetName(), GroupMember: chainName(s)}
 		if !sp.Backup {
 			continue
 		}
@@ -108,27 +109,23 @@ func (d *Driver) groupLabels(ctx context.Context, req *csi.CreateVolumeGroupSnap
 		refs[i] = target.Ref{Target: t.Name, Chain: chainName(s), Backup: now.UTC().Format("20060102T150405Z")}
 		var err error
 		if refs[i].Backup, err = d.uniqueBackupID(ctx, repo, refs[i]); err != nil {
-			return nil, nil, chainError("choose backup id", err)
+			return nil, nil, snapshotError("choose backup id", err)
 		}
 		if err := checkChainBlockSize(ctx, repo, refs[i], sp.BlockSize); err != nil {
 			return nil, nil, err
 		}
-		blockSizeLabels(labels[i], sp.BlockSize)
-		if err := checkChainBlockSize(ctx, repo, refs[i], sp.BlockSize); err != nil {
-			return nil, nil, err
-		}
-		blockSizeLabels(labels[i], sp.BlockSize)
-		labels[i][labelHidden], labels[i][labelBackupRef] = "true", backupSnapshotID(refs[i])
-		labels[i][labelBackupState], labels[i][labelBackupUnreported] = backupUploading, "true"
+		recs[i].BlockSize = sp.BlockSize
+		recs[i].Hidden, recs[i].BackupRef = true, volume.BackupID(refs[i])
+		recs[i].Upload, recs[i].Unreported = volume.Uploading, true
 	}
-	return labels, refs, nil
+	return recs, refs, nil
 }
 
 // freezeAndReflink freezes every staged member, reflinks each into a
 // snapshot lvol NAME-N, and thaws all, whatever failed. A failure deletes
 // the snapshots already made. It returns how long the first filesystem
 // was frozen.
-func (d *Driver) freezeAndReflink(ctx context.Context, name string, srcs []backend.LVol, labels []map[string]string) (members []backend.LVol, frozenFor time.Duration, err error) {
+func (d *groups) freezeAndReflink(ctx context.Context, name string, srcs []backend.LVol, recs []volume.Record) (members []backend.LVol, frozenFor time.Duration, err error) {
 	var thaws []func()
 	start := time.Now()
 	defer func() {
@@ -153,10 +150,10 @@ func (d *Driver) freezeAndReflink(ctx context.Context, name string, srcs []backe
 		thaws = append(thaws, thaw)
 	}
 	for i, s := range srcs {
-		snap, err := d.pool.Create(ctx, backend.CreateOptions{Name: fmt.Sprintf("%s-%d", name, i), Kind: backend.KindSnapshot,
-			SourceID: s.ID, SizeBytes: s.SizeBytes, Labels: snapshotLabels(s, labels[i])})
+		snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: fmt.Sprintf("%s-%d", name, i),
+			SourceID: s.ID, SizeBytes: s.SizeBytes}, snapshotRecord(s, recs[i]))
 		if err != nil {
-			return members, 0, poolError("snapshot lvol of group member "+s.ID, err)
+			return members, 0, snapshotError("snapshot lvol of group member "+s.ID, err)
 		}
 		members = append(members, snap)
 	}

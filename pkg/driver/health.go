@@ -9,6 +9,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/backend"
 )
 
 // poolFullRatio is the fraction of used pool space above which volumes and
@@ -21,8 +23,9 @@ func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHea
 }
 
 // volumeHealth checks a volume's backing lvol file and the pool's fullness;
-// the node side adds its loop device (stagingPath non-empty).
-func (d *Driver) volumeHealth(ctx context.Context, id, stagingPath string) (*csi.VolumeHealth, error) {
+// the node side adds its loop device (stagingPath non-empty). Errors:
+// those of getVolume.
+func (d *controller) volumeHealth(ctx context.Context, id, stagingPath string) (*csi.VolumeHealth, error) {
 	lv, err := d.getVolume(ctx, id)
 	if err != nil {
 		return nil, err
@@ -50,7 +53,7 @@ func (d *Driver) volumeHealth(ctx context.Context, id, stagingPath string) (*csi
 }
 
 // poolNearlyFull returns a message when the pool is above poolFullRatio, "" otherwise.
-func (d *Driver) poolNearlyFull(ctx context.Context) string {
+func (d *controller) poolNearlyFull(ctx context.Context) string {
 	c, err := d.pool.Capacity(ctx)
 	if err != nil || c.TotalBytes == 0 {
 		return ""
@@ -63,17 +66,17 @@ func (d *Driver) poolNearlyFull(ctx context.Context) string {
 }
 
 // ControllerGetVolumeHealth reports one volume's health (CSI spec "ControllerGetVolumeHealth").
-func (d *Driver) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+func (d *controller) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
 	h, err := d.volumeHealth(ctx, req.GetVolumeId(), "")
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: h}, nil
 }
 
 // ControllerListVolumeHealth lists the volumes with an abnormal health
 // entry, paginated by id (CSI spec "ControllerListVolumeHealth").
-func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
+func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
 	vols, err := d.ListVolumes(ctx, &csi.ListVolumesRequest{})
 	if err != nil {
 		return nil, err
@@ -82,10 +85,10 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 	abnormal := map[string]*csi.VolumeHealth{}
 	for _, e := range vols.GetEntries() {
 		h, err := d.volumeHealth(ctx, e.GetVolume().GetVolumeId(), "")
-		if status.Code(err) == codes.NotFound {
+		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		} else if err != nil {
-			return nil, err
+			return nil, volumeError("", err)
 		}
 		if len(h.HealthStatuses) > 0 {
 			ids = append(ids, h.VolumeId)
@@ -105,7 +108,7 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 
 // NodeGetVolumeHealth adds the node's view, its loop device, to the volume's
 // health (CSI spec "NodeGetVolumeHealth").
-func (d *Driver) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+func (d *node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	staging := req.GetStagingTargetPath()
 	if staging != "" {
 		if _, err := os.Stat(staging); errors.Is(err, os.ErrNotExist) {
@@ -114,14 +117,14 @@ func (d *Driver) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 	}
 	h, err := d.volumeHealth(ctx, req.GetVolumeId(), staging)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
 }
 
 // NodeGetStorageHealth reports the pool: unreachable when it does not
 // answer, degraded when nearly full (CSI spec "NodeGetStorageHealth").
-func (d *Driver) NodeGetStorageHealth(ctx context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
+func (d *node) NodeGetStorageHealth(ctx context.Context, _ *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
 	resp := &csi.NodeGetStorageHealthResponse{}
 	if _, err := d.pool.Capacity(ctx); err != nil {
 		resp.BackendHealth = append(resp.BackendHealth, &csi.NodeGetStorageHealthResponse_StorageBackendHealth{

@@ -14,7 +14,7 @@ import (
 // GetPluginInfo returns the driver name and, as vendor_version, the build's
 // version (pkg/version: the link-time git describe tag) (CSI spec
 // "GetPluginInfo"). The commit and Go version go into the manifest map.
-func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+func (d *identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
 	v := version.Get()
 	return &csi.GetPluginInfoResponse{Name: d.opts.DriverName, VendorVersion: v.Version,
 		Manifest: map[string]string{"commit": v.Commit, "goVersion": v.GoVersion}}, nil
@@ -22,7 +22,7 @@ func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi
 
 // GetPluginCapabilities advertises the controller service and topology
 // constraints (volumes are node-local) (CSI spec "GetPluginCapabilities").
-func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	svc := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
 		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
 	}
@@ -37,7 +37,7 @@ func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 
 // Probe reports ready when the pool answers a capacity query
 // (CSI spec "Probe": FailedPrecondition when not ready).
-func (d *Driver) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+func (d *identity) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	if _, err := d.pool.Capacity(ctx); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "pool not ready: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // validVolumeID reports whether id can name a chainvol volume: an lvol id
@@ -22,10 +23,10 @@ func validSnapshotID(id string) bool {
 	if backend.ValidID(id) {
 		return true
 	}
-	if !isBackupID(id) || len(id) > maxCSIIDLen {
+	if !volume.IsBackupID(id) || len(id) > volume.MaxIDLen {
 		return false
 	}
-	_, err := parseBackupSnapshotID(id)
+	_, err := volume.ParseBackupID(id)
 	return err == nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // tokenPrefix marks the pagination tokens this driver issues.
@@ -38,14 +40,14 @@ func page(ids []string, maxEntries int32, token string) (start, end int, next st
 }
 
 // ListVolumes lists ready volumes of the local pool (CSI spec "ListVolumes").
-func (d *Driver) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
+func (d *controller) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	lvs, err := d.pool.List(ctx, "volume")
 	if err != nil {
-		return nil, poolError("list lvols", err)
+		return nil, volumeError("list lvols", err)
 	}
 	ids := make([]string, 0, len(lvs))
 	for _, lv := range lvs {
-		if lv.Labels[labelState] == "" {
+		if volume.Of(lv).Ready() {
 			ids = append(ids, lv.ID)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/version"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // metrics are the driver's Prometheus metrics, in a private registry so that
@@ -98,20 +99,20 @@ func (d *Driver) MetricsHandler() http.Handler {
 }
 
 // restoreProgress publishes a running restore's bytes done and total.
-func (m *metrics) restoreProgress(volume string, j *job) {
-	m.restoreProgressB.WithLabelValues(volume).Set(float64(j.bytes.Load()))
-	m.restoreSize.WithLabelValues(volume).Set(float64(j.total.Load()))
+func (m *metrics) restoreProgress(vol string, j *volume.Job) {
+	m.restoreProgressB.WithLabelValues(vol).Set(float64(j.Bytes()))
+	m.restoreSize.WithLabelValues(vol).Set(float64(j.Total()))
 }
 
 // restoreDone counts a finished restore (err nil: success) with its bytes
 // and duration, and drops its progress gauges.
-func (m *metrics) restoreDone(volume string, j *job, err error) {
-	m.restoreProgressB.DeleteLabelValues(volume)
-	m.restoreSize.DeleteLabelValues(volume)
+func (m *metrics) restoreDone(vol string, j *volume.Job, err error) {
+	m.restoreProgressB.DeleteLabelValues(vol)
+	m.restoreSize.DeleteLabelValues(vol)
 	r := result(err)
 	m.restores.WithLabelValues(r).Inc()
-	m.restoreBytes.Add(float64(j.bytes.Load()))
-	m.restoreDuration.WithLabelValues(r).Observe(time.Since(j.start).Seconds())
+	m.restoreBytes.Add(float64(j.Bytes()))
+	m.restoreDuration.WithLabelValues(r).Observe(time.Since(j.Started()).Seconds())
 }
 
 // backupStarted counts a backup upload in flight; call the returned

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/chainvol/chainvol/pkg/version"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // scrape fetches the driver's /metrics over HTTP and parses it.
@@ -86,7 +87,7 @@ func TestMetricsScrape(t *testing.T) {
 		t.Fatal("a last-success timestamp before any backup")
 	}
 
-	lv := e.volume("pvc-metrics", map[string]string{labelAccessType: accessBlock, labelPVCNamespace: "ns", labelPVCName: "data"})
+	lv := e.volume("pvc-metrics", volume.Record{AccessType: accessBlock, PVCNamespace: "ns", PVCName: "data"}.Encode())
 	first := backupAndScrape(t, e, lv.ID, "snap-1")
 	if first == 0 || first < float64(time.Now().Add(-time.Minute).Unix()) {
 		t.Fatalf("last success after the first backup = %v", first)

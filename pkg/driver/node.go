@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"slices"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // defaultFSType is used when neither the capability nor the lvol's labels
@@ -21,7 +24,7 @@ const defaultFSType = "ext4"
 // mount capability, mounts its filesystem at the staging path, formatting
 // only a blank device (CSI spec "NodeStageVolume"). What this call did is
 // undone if a later step fails.
-func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
 		return nil, err
@@ -32,15 +35,15 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	}
 	lv, file, err := d.volumeFile(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if err := stageable(lv, access); err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 
 	tx := &stageTx{loops: d.loops, file: file}
 	dev, err := tx.attach(ctx)
@@ -60,15 +63,15 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 // kernel, so it is idempotent across driver restarts, and an unknown volume
 // whose staging path is not mounted is already unstaged
 // (CSI spec "NodeUnstageVolume": not staged → OK).
-func (d *Driver) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 
 	file, err := d.unstageFile(ctx, id)
 	if err != nil {
@@ -116,20 +119,18 @@ func nodeCapability(c *csi.VolumeCapability) (string, error) {
 	return access, nil
 }
 
-// volumeFile resolves a volume id to its lvol and data file. An unknown or
-// malformed id, or a snapshot's id, is NotFound (CSI spec "Volume does not
-// exist"); ids never reach a path except through the pool.
-func (d *Driver) volumeFile(ctx context.Context, id string) (backend.LVol, string, error) {
-	lv, err := d.pool.Get(ctx, id)
-	if err == nil && lv.Kind != backend.KindVolume {
-		err = backend.ErrNotFound
+// volumeFile resolves a volume id to its lvol (in any phase) and data
+// file; ids never reach a path except through the pool. Errors, wrapped
+// with "volume ID": backend.ErrNotFound for an unknown or malformed id or a
+// snapshot's id (CSI spec "Volume does not exist"), those of the pool.
+func (d *node) volumeFile(ctx context.Context, id string) (backend.LVol, string, error) {
+	lv, err := d.vols.Lookup(ctx, backend.KindVolume, id)
+	var file string
+	if err == nil {
+		file, err = d.pool.DataPath(id)
 	}
 	if err != nil {
-		return backend.LVol{}, "", poolError("volume "+id, err)
-	}
-	file, err := d.pool.DataPath(id)
-	if err != nil {
-		return backend.LVol{}, "", poolError("volume "+id, err)
+		return backend.LVol{}, "", fmt.Errorf("volume %s: %w", id, err)
 	}
 	return lv, file, nil
 }
@@ -137,10 +138,11 @@ func (d *Driver) volumeFile(ctx context.Context, id string) (backend.LVol, strin
 // stageable refuses a volume that is still being restored, or one created
 // for the other access type (CSI spec "Exceeds capabilities": FailedPrecondition).
 func stageable(lv backend.LVol, access string) error {
-	if lv.Labels[labelState] == stateRestoring {
+	rec := volume.Of(lv)
+	if rec.Phase == volume.PhaseRestoring {
 		return status.Errorf(codes.Unavailable, "volume %s is still being restored; retry when the restore has finished", lv.ID)
 	}
-	if want := lv.Labels[labelAccessType]; want != "" && want != access {
+	if want := rec.AccessType; want != "" && want != access {
 		return status.Errorf(codes.FailedPrecondition, "volume %s was created for %s access and cannot be staged for %s access", lv.ID, want, access)
 	}
 	return nil
@@ -148,12 +150,12 @@ func stageable(lv backend.LVol, access string) error {
 
 // unstageFile returns the lvol's data file, or "" when the lvol does not
 // exist (then there is nothing of ours left to detach by file).
-func (d *Driver) unstageFile(ctx context.Context, id string) (string, error) {
+func (d *node) unstageFile(ctx context.Context, id string) (string, error) {
 	_, file, err := d.volumeFile(ctx, id)
-	if status.Code(err) == codes.NotFound {
+	if errors.Is(err, backend.ErrNotFound) {
 		return "", nil
 	}
-	return file, err
+	return file, nodeError("", err)
 }
 
 // stageTx records what one NodeStageVolume did so that a failure can undo it
@@ -191,8 +193,8 @@ func (tx *stageTx) rollback(ctx context.Context) {
 // stageMount mounts dev's filesystem at target. It is idempotent when dev is
 // already mounted there, refuses to format a device that holds data or a
 // restored volume, and grows a filesystem smaller than its device.
-func (d *Driver) stageMount(lv backend.LVol, dev, target string, mnt *csi.VolumeCapability_MountVolume) error {
-	fsType := firstNonEmpty(mnt.GetFsType(), lv.Labels[labelFSType], defaultFSType)
+func (d *node) stageMount(lv backend.LVol, dev, target string, mnt *csi.VolumeCapability_MountVolume) error {
+	fsType := firstNonEmpty(mnt.GetFsType(), volume.Of(lv).FSType, defaultFSType)
 	if done, err := stagedAlready(dev, target, fsType); err != nil || done {
 		return err
 	}
@@ -242,12 +244,12 @@ func stagedAlready(dev, target, fsType string) (bool, error) {
 // checkFormat refuses to mount dev when its filesystem is not fsType, and
 // refuses to let a restored volume be formatted: a blank device there means
 // the restore did not deliver a filesystem, and formatting would hide it.
-func (d *Driver) checkFormat(lv backend.LVol, dev, fsType string) error {
+func (d *node) checkFormat(lv backend.LVol, dev, fsType string) error {
 	found, err := d.mounter.GetDiskFormat(dev)
 	if err != nil {
 		return status.Errorf(codes.Internal, "detect the filesystem on %s: %v", dev, err)
 	}
-	if from := lv.Labels[labelRestoredFrom]; found == "" && from != "" {
+	if from := volume.Of(lv).RestoredFrom; found == "" && from != "" {
 		return status.Errorf(codes.FailedPrecondition, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
 	}
 	if found != "" && found != fsType {
@@ -283,7 +285,7 @@ func formatOptions(fsType string) []string {
 
 // unmountAll unmounts everything stacked on path, keeping the directory
 // (the CO removes it), and returns the source of the first mount found.
-func (d *Driver) unmountAll(path string) (string, error) {
+func (d *node) unmountAll(path string) (string, error) {
 	source := ""
 	for range maxStacked {
 		m, err := mountAt(path)

@@ -19,7 +19,7 @@ import (
 // device see it and grows an ext4 or XFS filesystem on it online;
 // a raw block volume only needs the device refreshed (CSI spec
 // "NodeExpandVolume"). It returns the device's size.
-func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	id, p := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
 		return nil, err
@@ -34,12 +34,12 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	}
 	lv, file, err := d.volumeFile(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 	// The lvol is grown here when ControllerExpandVolume ran on another
 	// node (the external-resizer runs once per cluster) and could not.
 	if r := req.GetCapacityRange(); r.GetRequiredBytes() > lv.SizeBytes {
@@ -48,7 +48,7 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 			return nil, err
 		}
 		if _, err := d.pool.Resize(ctx, lv.ID, size); err != nil {
-			return nil, poolError("grow lvol", err)
+			return nil, nodeError("grow lvol", err)
 		}
 	}
 
@@ -64,7 +64,7 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 // mounted there, if any; it returns the device's new size. For a raw block
 // capability p is not checked: the kubelet may pass a path (a symlink or a
 // directory of its device map) that is not the device file itself.
-func (d *Driver) expandAt(ctx context.Context, id, file, p string, rawBlock bool) (int64, error) {
+func (d *node) expandAt(ctx context.Context, id, file, p string, rawBlock bool) (int64, error) {
 	var dev string
 	var err error
 	block := rawBlock
@@ -95,7 +95,7 @@ func (d *Driver) expandAt(ctx context.Context, id, file, p string, rawBlock bool
 // device before it is mounted. Offline growth is what resize2fs prefers, and
 // unlike online growth it does not need CAP_SYS_RESOURCE; e2fsck -f is its
 // precondition, so it runs only when the sizes differ.
-func (d *Driver) growExtOffline(dev, fsType string) error {
+func (d *node) growExtOffline(dev, fsType string) error {
 	if !strings.HasPrefix(fsType, "ext") {
 		return nil
 	}
@@ -121,7 +121,7 @@ func (d *Driver) growExtOffline(dev, fsType string) error {
 
 // extSize returns the size of the ext filesystem on dev from its superblock,
 // or 0 when dev holds no ext filesystem.
-func (d *Driver) extSize(dev string) (int64, error) {
+func (d *node) extSize(dev string) (int64, error) {
 	out, err := d.exec.Command("dumpe2fs", "-h", dev).Output()
 	if err != nil {
 		return 0, nil
@@ -141,7 +141,7 @@ func (d *Driver) extSize(dev string) (int64, error) {
 
 // growFS grows the filesystem mounted at mountPath to the size of dev (after
 // a restore into a bigger volume, or an expansion while unstaged).
-func (d *Driver) growFS(dev, mountPath string) error {
+func (d *node) growFS(dev, mountPath string) error {
 	r := mount.NewResizeFs(d.exec)
 	need, err := r.NeedResize(dev, mountPath)
 	if err != nil || !need {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 func (e *nodeEnv) stats(id, path string) (*csi.NodeGetVolumeStatsResponse, error) {
@@ -28,7 +30,7 @@ func TestNodeExpand(t *testing.T) {
 	const bigger = 2 * volSize
 	for _, fsType := range []string{"ext4", "xfs"} {
 		t.Run(fsType, func(t *testing.T) {
-			lv := e.volume("grow-"+fsType, map[string]string{labelFSType: fsType})
+			lv := e.volume("grow-"+fsType, volume.Record{FSType: fsType}.Encode())
 			staging, target := e.path("stage-"+fsType), e.path("target-"+fsType)
 			c := mountCap(fsType, snw)
 			mustOK(t, e.stage(lv.ID, staging, c))

@@ -26,7 +26,7 @@ var nodeCapabilities = []csi.NodeServiceCapability_RPC_Type{
 }
 
 // NodeGetCapabilities lists nodeCapabilities (CSI spec "NodeGetCapabilities").
-func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+func (d *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	caps := make([]*csi.NodeServiceCapability, 0, len(nodeCapabilities))
 	for _, c := range nodeCapabilities {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
@@ -38,7 +38,7 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 // NodeGetInfo returns the node id, the volume limit (0: unlimited) and this
 // node's topology segment, which pins volumes to the node whose pool holds
 // them (CSI spec "NodeGetInfo").
-func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+func (d *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{
 		NodeId:             d.opts.NodeID,
 		MaxVolumesPerNode:  d.opts.MaxVolumesPerNode,
@@ -136,7 +136,7 @@ func deviceSize(p string) (int64, error) {
 // detachOrphan detaches the loop device dev when its backing file lies in
 // the pool: the lvol was deleted while staged and nothing else will ever
 // release the device. Anything else is left alone.
-func (d *Driver) detachOrphan(ctx context.Context, dev string) error {
+func (d *node) detachOrphan(ctx context.Context, dev string) error {
 	if !strings.HasPrefix(dev, "/dev/loop") {
 		return nil
 	}

@@ -27,7 +27,7 @@ type publishReq struct {
 // NodePublishVolume bind mounts the staged filesystem onto the target
 // directory, or the loop device onto a target file for raw block access,
 // read-only when asked (CSI spec "NodePublishVolume").
-func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, target, staging := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
 		return nil, err
@@ -42,12 +42,12 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	}
 	_, file, err := d.volumeFile(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 
 	p, err := d.publishArgs(ctx, file, req)
 	if err != nil {
@@ -68,15 +68,15 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 // NodeUnpublishVolume unmounts the target and removes the file or directory
 // this plugin created there; an absent target is already unpublished (CSI
 // spec "NodeUnpublishVolume"). The volume need not exist any more.
-func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
 	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
+	defer d.vols.Unlock(id)
 
 	if _, err := d.unmountAll(target); err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 
 // publishArgs finds the staged loop device of the lvol file and gathers the
 // request's options. No loop device means the volume is not staged.
-func (d *Driver) publishArgs(ctx context.Context, file string, req *csi.NodePublishVolumeRequest) (publishReq, error) {
+func (d *node) publishArgs(ctx context.Context, file string, req *csi.NodePublishVolumeRequest) (publishReq, error) {
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {
 		return publishReq{}, status.Errorf(codes.Internal, "find the loop device: %v", err)
@@ -116,7 +116,7 @@ func (d *Driver) publishArgs(ctx context.Context, file string, req *csi.NodePubl
 }
 
 // publishMount bind mounts the staging path onto the target directory.
-func (d *Driver) publishMount(p publishReq) error {
+func (d *node) publishMount(p publishReq) error {
 	staged, err := mountAt(p.staging)
 	if err != nil {
 		return status.Errorf(codes.Internal, "%v", err)
@@ -142,7 +142,7 @@ func (d *Driver) publishMount(p publishReq) error {
 
 // publishBlock bind mounts the loop device onto a target file, creating the
 // file and its directory; a file this call created is removed on failure.
-func (d *Driver) publishBlock(p publishReq) error {
+func (d *node) publishBlock(p publishReq) error {
 	done, err := publishedAlready(p, func(*mount.MountInfo) bool { return isDevice(p.target, p.rdev) })
 	if err != nil || done {
 		return err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 func (e *nodeEnv) publish(id, staging, target string, c *csi.VolumeCapability, ro bool) error {
@@ -27,7 +29,7 @@ func (e *nodeEnv) unpublish(id, target string) error {
 // read-only, checks idempotency and the spec's codes, then unpublishes.
 func TestNodePublishMount(t *testing.T) {
 	e := newNodeEnv(t)
-	lv := e.volume("pub", map[string]string{labelFSType: "ext4"})
+	lv := e.volume("pub", volume.Record{FSType: "ext4"}.Encode())
 	staging, target, roTarget := e.path("stage"), e.path("pods/a/target"), e.path("pods/b/target")
 	c := mountCap("", snw)
 
@@ -69,7 +71,7 @@ func TestNodePublishMount(t *testing.T) {
 // written bytes land in the lvol, and reports its size in stats.
 func TestNodePublishBlock(t *testing.T) {
 	e := newNodeEnv(t)
-	lv := e.volume("raw", map[string]string{labelAccessType: accessBlock})
+	lv := e.volume("raw", volume.Record{AccessType: accessBlock}.Encode())
 	staging, target := e.path("stage"), e.path("pods/a/dev/target")
 	c := blockCap(snw)
 	mustOK(t, e.stage(lv.ID, staging, c))

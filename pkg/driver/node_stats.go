@@ -14,14 +14,14 @@ import (
 // statfs, or the size of a raw block volume (CSI spec "NodeGetVolumeStats":
 // used and available MAY be omitted for block). It takes no lock: the
 // kubelet polls it and a read must not make stage or expand answer Aborted.
-func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+func (d *node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, p := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
 		return nil, err
 	}
 	_, file, err := d.volumeFile(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	_, block, err := d.volumeAt(ctx, id, file, p)
 	if err != nil {
@@ -64,7 +64,7 @@ func fsUsage(fs *unix.Statfs_t) []*csi.VolumeUsage {
 // it as a raw block device (the device file) rather than a filesystem path
 // on it. A path that does not exist or belongs to something else is
 // NotFound (CSI spec: "does not exist on specified volume_path").
-func (d *Driver) volumeAt(ctx context.Context, id, file, p string) (dev string, block bool, err error) {
+func (d *node) volumeAt(ctx context.Context, id, file, p string) (dev string, block bool, err error) {
 	if dev, err = d.stagedDevice(ctx, id, file); err != nil {
 		return "", false, err
 	}
@@ -90,7 +90,7 @@ func (d *Driver) volumeAt(ctx context.Context, id, file, p string) (dev string, 
 
 // stagedDevice returns the loop device of the lvol file; none means the
 // volume is not staged on this node (NotFound).
-func (d *Driver) stagedDevice(ctx context.Context, id, file string) (string, error) {
+func (d *node) stagedDevice(ctx context.Context, id, file string) (string, error) {
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {
 		return "", status.Errorf(codes.Internal, "find the loop device of volume %s: %v", id, err)

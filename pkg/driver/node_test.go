@@ -16,6 +16,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // volSize is above XFS's 300 MiB minimum; lvols are sparse.
@@ -147,7 +148,7 @@ func TestNodeStageRoundTrip(t *testing.T) {
 	e := newNodeEnv(t)
 	for _, fsType := range []string{"ext4", "xfs"} {
 		t.Run(fsType, func(t *testing.T) {
-			lv := e.volume("rt-"+fsType, map[string]string{labelFSType: fsType, labelAccessType: accessMount})
+			lv := e.volume("rt-"+fsType, volume.Record{FSType: fsType, AccessType: accessMount}.Encode())
 			staging := e.path("stage-" + fsType)
 			c := mountCap("", snw) // fsType comes from the label
 			mustOK(t, e.stage(lv.ID, staging, c))
@@ -187,7 +188,7 @@ func TestNodeStageRoundTrip(t *testing.T) {
 // TestNodeStageErrors checks the codes of invalid or impossible requests.
 func TestNodeStageErrors(t *testing.T) {
 	e := newNodeEnv(t)
-	blockVol := e.volume("blk", map[string]string{labelAccessType: accessBlock})
+	blockVol := e.volume("blk", volume.Record{AccessType: accessBlock}.Encode())
 	staging := e.path("stage")
 	multi := mountCap("ext4", csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
 	for _, tc := range []struct {
@@ -219,13 +220,13 @@ func TestNodeStageErrors(t *testing.T) {
 func TestNodeStageRestored(t *testing.T) {
 	e := newNodeEnv(t)
 	staging := e.path("stage")
-	blank := e.volume("restored-blank", map[string]string{labelRestoredFrom: "default:chain@b1", labelFSType: "ext4"})
+	blank := e.volume("restored-blank", volume.Record{RestoredFrom: "default:chain@b1", FSType: "ext4"}.Encode())
 	wantCode(t, e.stage(blank.ID, staging, mountCap("", snw)), codes.FailedPrecondition, "default:chain@b1", "no filesystem")
 	if fs, _ := e.d.mounter.GetDiskFormat(mustFile(t, e.pool, blank.ID)); fs != "" {
 		t.Errorf("restored volume was formatted as %q", fs)
 	}
 
-	ext := e.volume("ext", map[string]string{labelFSType: "ext4"})
+	ext := e.volume("ext", volume.Record{FSType: "ext4"}.Encode())
 	mustOK(t, e.stage(ext.ID, staging, mountCap("ext4", snw)))
 	mustOK(t, e.unstage(ext.ID, staging))
 	wantCode(t, e.stage(ext.ID, staging, mountCap("xfs", snw)), codes.FailedPrecondition, "ext4", "xfs")

@@ -6,14 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/topology"
 )
 
 // DefaultDriverName is the CSI driver name served when -driver-name is not given.
 const DefaultDriverName = "chainvol.csi.io"
 
-// TopologyKey is the topology segment key whose value is the node id
-// (CSI spec "Topology"; Kubernetes node affinity on the PV follows it).
-const TopologyKey = "topology.chainvol.csi.io/node"
+// TopologyKey is topology.Key, the node topology segment key (CSI spec
+// "Topology"); the CLI imports it from pkg/topology, not from here.
+const TopologyKey = topology.Key
 
 // Options are the driver's settings, filled from command-line flags.
 type Options struct {

@@ -100,3 +100,21 @@ func TestPage(t *testing.T) {
 		t.Fatalf("negative max: %v", err)
 	}
 }
+
+// TestRestoreParsedBeforeLock: a restore request's backup (fromBackup with
+// its templates, its target) is parsed before the name's lock (issue 15):
+// a malformed one is InvalidArgument at once, even while another call
+// holds the name, where it used to be Aborted until the lock was free.
+func TestRestoreParsedBeforeLock(t *testing.T) {
+	e := newNodeEnv(t)
+	if !e.d.vols.TryLock("name:pvc-held") {
+		t.Fatal("lock")
+	}
+	for _, fromBackup := range []string{"no-backup-here", "nosuch:chain@latest", "${pvc.namespace}/${pvc.name}@latest"} {
+		_, err := e.d.CreateVolume(e.ctx, &csi.CreateVolumeRequest{Name: "pvc-held",
+			VolumeCapabilities: []*csi.VolumeCapability{mountCap("", snw)}, Parameters: map[string]string{ParamFromBackup: fromBackup}})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("fromBackup %q while the name is held: %v, want InvalidArgument", fromBackup, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // Local-base restores. A backup's local snapshot holds exactly the image
@@ -21,44 +22,15 @@ import (
 // whose digest differs (s3chain.RestoreOptions.Base): "roll back to last
 // night" and a second restore of one backup then cost what changed, not
 // the volume. The snapshot's image is recorded in the state directory when
-// its upload is done (imageRecordPath), so it serves even after its backup
+// its upload is done (volume.Manager.ImageRecordPath), so it serves even after its backup
 // was deleted from the target; without a record, the backup's manifest
 // gives it while the backup exists.
-
-// imageRecordPath is where the image of backup snapshot id is recorded.
-func (d *Driver) imageRecordPath(id string) string {
-	return filepath.Join(d.opts.StateDir, "images", id+".json")
-}
-
-// restoreBasePath is where a restoring volume records the image its data
-// file was seeded with; it exists only once the seed is durable.
-func (d *Driver) restoreBasePath(id string) string {
-	return filepath.Join(d.opts.StateDir, "restores", id+".base")
-}
-
-// recordImage keeps the image of an uploaded backup snapshot (a
-// self-contained manifest: every version-2 one) beside it. A failure only
-// costs later restores their head start, so it is logged.
-func (d *Driver) recordImage(snapID string, m *s3chain.Manifest) {
-	im := s3chain.ImageOf(m)
-	if im == nil {
-		return
-	}
-	p := d.imageRecordPath(snapID)
-	err := os.MkdirAll(filepath.Dir(p), 0o700)
-	if err == nil {
-		err = im.WriteFile(p)
-	}
-	if err != nil {
-		klog.ErrorS(err, "record backup image", "snapshot", snapID)
-	}
-}
 
 // restoreBase picks the local backup snapshot of ref's chain that shares
 // the most bytes with want (nil, nil when none shares any or it is larger
 // than size bytes). Records of deleted snapshots are removed on the way.
-func (d *Driver) restoreBase(ctx context.Context, repo *s3chain.Repo, ref target.Ref, want *s3chain.Image, size int64) (*backend.LVol, *s3chain.Image) {
-	records, _ := filepath.Glob(d.imageRecordPath("*")) // before the listing: see dropStaleRecords
+func (d *restorer) restoreBase(ctx context.Context, repo *s3chain.Repo, ref target.Ref, want *s3chain.Image, size int64) (*backend.LVol, *s3chain.Image) {
+	records, _ := filepath.Glob(d.vols.ImageRecordPath("*")) // before the listing: see dropStaleRecords
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
 		return nil, nil
@@ -68,9 +40,9 @@ func (d *Driver) restoreBase(ctx context.Context, repo *s3chain.Repo, ref target
 	var bestImg *s3chain.Image
 	var bestShared int64
 	for _, s := range snaps {
-		r, err := parseBackupSnapshotID(s.Labels[labelBackupRef])
-		if err != nil || s.Labels[labelBackupState] != backupDone || r.Target != ref.Target || s.SizeBytes > size ||
-			(r.Chain != ref.Chain && r.Chain != hashedMark+chainHash(ref.Chain)) {
+		rec := volume.Of(s)
+		r, err := volume.ParseBackupID(rec.BackupRef)
+		if err != nil || rec.Upload != volume.Uploaded || s.SizeBytes > size || !volume.SameChain(r, ref.Target, ref.Chain) {
 			continue
 		}
 		im := d.snapshotImage(ctx, repo, s.ID, ref.Chain, r.Backup)
@@ -83,15 +55,15 @@ func (d *Driver) restoreBase(ctx context.Context, repo *s3chain.Repo, ref target
 
 // snapshotImage returns the image of backup snapshot id (backup backupID
 // of chain): its record, else its manifest (recorded for next time), else nil.
-func (d *Driver) snapshotImage(ctx context.Context, repo *s3chain.Repo, id, chain, backupID string) *s3chain.Image {
-	if im, err := s3chain.ReadImage(d.imageRecordPath(id)); err == nil && im.Chain == chain && im.BackupID == backupID {
+func (d *restorer) snapshotImage(ctx context.Context, repo *s3chain.Repo, id, chain, backupID string) *s3chain.Image {
+	if im, err := s3chain.ReadImage(d.vols.ImageRecordPath(id)); err == nil && im.Chain == chain && im.BackupID == backupID {
 		return im
 	}
 	im, err := repo.Image(ctx, chain, backupID)
 	if err != nil {
 		return nil
 	}
-	if p := d.imageRecordPath(id); os.MkdirAll(filepath.Dir(p), 0o700) == nil {
+	if p := d.vols.ImageRecordPath(id); os.MkdirAll(filepath.Dir(p), 0o700) == nil {
 		_ = im.WriteFile(p)
 	}
 	return im
@@ -100,7 +72,7 @@ func (d *Driver) snapshotImage(ctx context.Context, repo *s3chain.Repo, id, chai
 // dropStaleRecords removes the image records (listed before snaps was)
 // whose snapshot is gone: a record is written only after its snapshot
 // exists, so one missing from a later listing was deleted.
-func (d *Driver) dropStaleRecords(records []string, snaps []backend.LVol) {
+func (d *restorer) dropStaleRecords(records []string, snaps []backend.LVol) {
 	have := map[string]bool{}
 	for _, s := range snaps {
 		have[s.ID] = true
@@ -114,16 +86,12 @@ func (d *Driver) dropStaleRecords(records []string, snaps []backend.LVol) {
 
 // seedRestore makes the fresh data file of restoring volume lv (of a
 // backup of size m.SizeBytes) a reflink copy of the best local base
-// (restoreBase) and records that base's image (restoreBasePath) once the
+// (restoreBase) and records that base's image (Manager.RestoreBasePath) once the
 // copy is durable. Any failure leaves the restore a full one, which is
 // correct whatever the file holds: it writes every data block and zeroes
 // every zero block.
-func (d *Driver) seedRestore(ctx context.Context, lv backend.LVol, ref target.Ref, secrets map[string]string) {
+func (d *restorer) seedRestore(ctx context.Context, lv backend.LVol, ref target.Ref, repo *s3chain.Repo) {
 	if d.opts.NoLocalBase {
-		return
-	}
-	repo, err := d.targets.Open(ctx, ref.Target, secrets)
-	if err != nil {
 		return
 	}
 	want, err := repo.Image(ctx, ref.Chain, ref.Backup)
@@ -138,7 +106,7 @@ func (d *Driver) seedRestore(ctx context.Context, lv backend.LVol, ref target.Re
 		klog.InfoS("restore starts without a local base", "volume", lv.ID, "base", base.ID, "err", err)
 		return
 	}
-	p := d.restoreBasePath(lv.ID)
+	p := d.vols.RestoreBasePath(lv.ID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 		err = im.WriteFile(p)
 	}
@@ -150,7 +118,7 @@ func (d *Driver) seedRestore(ctx context.Context, lv backend.LVol, ref target.Re
 // the whole file, O(1) in its size), punches whatever the copy holds
 // beyond the image's size bytes, and fsyncs. Errors: open, FICLONE
 // (EOPNOTSUPP or EXDEV on a pool without reflink), punch and fsync errors.
-func (d *Driver) cloneInto(src, dst string, size int64) error {
+func (d *restorer) cloneInto(src, dst string, size int64) error {
 	sp, err := d.pool.DataPath(src)
 	if err != nil {
 		return err
@@ -190,17 +158,4 @@ func (d *Driver) cloneInto(src, dst string, size int64) error {
 		}
 	}
 	return out.Sync()
-}
-
-// seededBase returns the image the data file of lv was seeded with, or
-// nil for a full restore.
-func (d *Driver) seededBase(lv backend.LVol) *s3chain.Image {
-	im, err := s3chain.ReadImage(d.restoreBasePath(lv.ID))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		klog.ErrorS(err, "restore base record unreadable: full restore", "volume", lv.ID)
-	}
-	if err != nil {
-		return nil
-	}
-	return im
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // Templates a fromBackup parameter may use, filled from the
@@ -22,11 +23,11 @@ const (
 // parameter (templates filled, backupTarget as the default target) or a
 // backup snapshot source. Errors are InvalidArgument statuses.
 func restoreRef(vr volumeRequest) (target.Ref, error) {
-	if id := vr.source.GetSnapshot().GetSnapshotId(); isBackupID(id) {
+	if id := vr.source.GetSnapshot().GetSnapshotId(); volume.IsBackupID(id) {
 		if vr.params.FromBackup != "" {
 			return target.Ref{}, status.Error(codes.InvalidArgument, "give either fromBackup or a backup snapshot source, not both")
 		}
-		r, err := parseBackupSnapshotID(id)
+		r, err := volume.ParseBackupID(id)
 		if err != nil {
 			return r, status.Errorf(codes.NotFound, "snapshot source %q: %v", id, err)
 		}
@@ -55,22 +56,22 @@ func restoreRef(vr volumeRequest) (target.Ref, error) {
 
 // openBackup opens the target of ref with the request's secrets and loads
 // the manifest it names (a selector resolved). The returned ref is concrete.
-func (d *Driver) openBackup(ctx context.Context, ref target.Ref, secrets map[string]string) (*s3chain.Repo, *s3chain.Manifest, target.Ref, error) {
+func (d *restorer) openBackup(ctx context.Context, ref target.Ref, secrets map[string]string) (*s3chain.Repo, *s3chain.Manifest, target.Ref, error) {
 	t, err := d.targets.Lookup(ref.Target)
 	if err != nil {
-		return nil, nil, ref, chainError("backup target", err)
+		return nil, nil, ref, volumeError("backup target", err)
 	}
 	ref.Target = t.Name
 	repo, err := d.targets.Open(ctx, ref.Target, secrets)
 	if err != nil {
-		return nil, nil, ref, chainError("open backup target "+ref.Target, err)
+		return nil, nil, ref, volumeError("open backup target "+ref.Target, err)
 	}
-	if ref, err = resolveChain(ctx, repo, ref); err != nil {
-		return nil, nil, ref, chainError("backup "+ref.String(), err)
+	if ref, err = volume.ResolveChain(ctx, repo, ref); err != nil {
+		return nil, nil, ref, volumeError("backup "+ref.String(), err)
 	}
 	m, err := target.Select(ctx, repo, ref) // an id, latest, before:T or group:ID
 	if err != nil {
-		return nil, nil, ref, chainError("backup "+ref.String(), err)
+		return nil, nil, ref, volumeError("backup "+ref.String(), err)
 	}
 	ref.Backup = m.ID
 	return repo, m, ref, nil

@@ -11,13 +11,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // CreateSnapshot takes a reflink snapshot of a volume, with its filesystem
 // frozen if it is staged here so the snapshot holds all that the
 // application wrote; with parameter backup "true" the snapshot is then
 // archived to a backup target (CSI spec "CreateSnapshot").
-func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "name and source_volume_id are required")
 	}
@@ -25,14 +26,14 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if err != nil {
 		return nil, err
 	}
-	if !d.locks.tryLock("snap:" + req.GetName()) {
+	if !d.vols.TryLock("snap:" + req.GetName()) {
 		return nil, errBusy(req.GetName())
 	}
-	defer d.locks.unlock("snap:" + req.GetName())
+	defer d.vols.Unlock("snap:" + req.GetName())
 	if sp.Backup {
 		return d.createBackupSnapshot(ctx, req, sp)
 	}
-	snap, err := d.localSnapshot(ctx, req.GetName(), req.GetSourceVolumeId(), nil)
+	snap, err := d.localSnapshot(ctx, req.GetName(), req.GetSourceVolumeId(), volume.Record{})
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +41,10 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 }
 
 // localSnapshot returns the snapshot lvol called name of source, taking it
-// (frozen) if it does not exist yet. The same name of another source is
+// (frozen) if it does not exist yet, recording rec with its source's
+// filesystem facts (snapshotRecord). The same name of another source is
 // AlreadyExists; an unknown source is NotFound.
-func (d *Driver) localSnapshot(ctx context.Context, name, sourceID string, labels map[string]string) (backend.LVol, error) {
+func (d *snapshotter) localSnapshot(ctx context.Context, name, sourceID string, rec volume.Record) (backend.LVol, error) {
 	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, name); err == nil {
 		if snap.SourceID != sourceID {
 			return snap, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume (%s)", name, snap.SourceID)
@@ -51,35 +53,32 @@ func (d *Driver) localSnapshot(ctx context.Context, name, sourceID string, label
 	}
 	src, err := d.getVolume(ctx, sourceID)
 	if err != nil {
-		return src, err
+		return src, snapshotError("", err)
 	}
-	if !d.locks.tryLock(src.ID) {
+	if !d.vols.TryLock(src.ID) {
 		return src, errBusy(src.ID)
 	}
-	defer d.locks.unlock(src.ID)
+	defer d.vols.Unlock(src.ID)
 	thaw, err := d.freezeStaged(ctx, src.ID)
 	if err != nil {
 		return src, err // a status: Aborted while another freeze holds it
 	}
-	snap, err := d.pool.Create(ctx, backend.CreateOptions{Name: name, Kind: backend.KindSnapshot, SourceID: src.ID,
-		SizeBytes: src.SizeBytes, Labels: snapshotLabels(src, labels)})
+	snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: name, SourceID: src.ID,
+		SizeBytes: src.SizeBytes}, snapshotRecord(src, rec))
 	thaw()
 	if err != nil {
-		return snap, poolError("snapshot lvol", err)
+		return snap, snapshotError("snapshot lvol", err)
 	}
 	klog.InfoS("snapshot taken", "snapshot", snap.ID, "name", name, "source", src.ID)
 	return snap, nil
 }
 
-// snapshotLabels carry the source's filesystem facts, so a volume created
-// from the snapshot is never formatted.
-func snapshotLabels(src backend.LVol, extra map[string]string) map[string]string {
-	l := map[string]string{labelFSType: src.Labels[labelFSType], labelAccessType: src.Labels[labelAccessType],
-		labelRestoredFrom: src.Labels[labelRestoredFrom]}
-	for k, v := range extra {
-		l[k] = v
-	}
-	return l
+// snapshotRecord is rec with the source's filesystem facts, so a volume
+// created from the snapshot is never formatted.
+func snapshotRecord(src backend.LVol, rec volume.Record) volume.Record {
+	s := volume.Of(src)
+	rec.FSType, rec.AccessType, rec.RestoredFrom = s.FSType, s.AccessType, s.RestoredFrom
+	return rec
 }
 
 // csiSnapshot describes a snapshot lvol.
@@ -90,26 +89,26 @@ func csiSnapshot(lv backend.LVol, ready bool) *csi.Snapshot {
 
 // DeleteSnapshot removes a local snapshot, or a backup from its chain
 // (CSI spec "DeleteSnapshot": unknown ids are success).
-func (d *Driver) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
 	id := req.GetSnapshotId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
-	if !d.locks.tryLock(id) {
+	if !d.vols.TryLock(id) {
 		return nil, errBusy(id)
 	}
-	defer d.locks.unlock(id)
-	if isBackupID(id) {
+	defer d.vols.Unlock(id)
+	if volume.IsBackupID(id) {
 		return &csi.DeleteSnapshotResponse{}, d.deleteBackupSnapshot(ctx, id, req.GetSecrets())
 	}
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindSnapshot) {
 		return &csi.DeleteSnapshotResponse{}, nil
 	} else if err != nil {
-		return nil, poolError("look up snapshot", err)
+		return nil, snapshotError("look up snapshot", err)
 	}
 	if err := d.pool.Delete(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return nil, poolError("delete snapshot", err)
+		return nil, snapshotError("delete snapshot", err)
 	}
 	klog.InfoS("snapshot deleted", "snapshot", id)
 	return &csi.DeleteSnapshotResponse{}, nil

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // ListSnapshots lists local snapshots and the backups of every target
@@ -17,7 +18,7 @@ import (
 // its target with the request's secrets: one that names nothing is an
 // empty list, one whose target or chain cannot be read is that error
 // (PermissionDenied, Unavailable).
-func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
+func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
 	var all []*csi.Snapshot
 	if id := req.GetSnapshotId(); id != "" {
 		s, err := d.findSnapshot(ctx, id, req.GetSecrets())
@@ -56,7 +57,7 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 // read from its target with the request's secrets, whichever node or
 // cluster made it. Unknown ids are NotFound; a target or chain that cannot
 // be read is PermissionDenied, Unavailable, ... (chainCode).
-func (d *Driver) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
+func (d *snapshotter) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
 	if req.GetSnapshotId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
@@ -72,29 +73,29 @@ func (d *Driver) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (
 // findSnapshot looks up one visible snapshot by id: a local snapshot lvol
 // (not a backup's hidden base) or a backup (lookupBackup). Errors:
 // errNoSnapshot, or a status.
-func (d *Driver) findSnapshot(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
-	if isBackupID(id) {
+func (d *snapshotter) findSnapshot(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+	if volume.IsBackupID(id) {
 		return d.lookupBackup(ctx, id, secrets)
 	}
 	lv, err := d.pool.Get(ctx, id)
-	if errors.Is(err, backend.ErrNotFound) || (err == nil && (lv.Kind != backend.KindSnapshot || lv.Labels[labelHidden] != "")) {
+	if errors.Is(err, backend.ErrNotFound) || (err == nil && (lv.Kind != backend.KindSnapshot || volume.Of(lv).Hidden)) {
 		return nil, errNoSnapshot
 	} else if err != nil {
-		return nil, poolError("look up snapshot", err)
+		return nil, snapshotError("look up snapshot", err)
 	}
 	return csiSnapshot(lv, true), nil
 }
 
 // allSnapshots returns every visible snapshot sorted by id: local reflink
 // snapshots and the backups of every target (backupSnapshots).
-func (d *Driver) allSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
+func (d *snapshotter) allSnapshots(ctx context.Context, secrets map[string]string) ([]*csi.Snapshot, error) {
 	lvs, err := d.pool.List(ctx, backend.KindSnapshot)
 	if err != nil {
-		return nil, poolError("list snapshots", err)
+		return nil, snapshotError("list snapshots", err)
 	}
 	var out []*csi.Snapshot
 	for _, lv := range lvs {
-		if lv.Labels[labelHidden] == "" {
+		if !volume.Of(lv).Hidden {
 			out = append(out, csiSnapshot(lv, true))
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // backupJob is the state of one running backup.
@@ -243,16 +245,16 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 		cctx, cancel := l.bound(ctx)
 		err := r.createManifest(cctx, j.cfg, m)
 		cancel()
-		if errors.Is(err, ErrNotAtomic) {
+		if errors.Is(err, store.ErrNotAtomic) {
 			continue // now known: retry with a random suffix
 		}
-		if errors.Is(err, ErrObjectExists) && j.o.BackupID == "" {
+		if errors.Is(err, store.ErrObjectExists) && j.o.BackupID == "" {
 			if m.ID, err = r.nextFreeID(ctx, m.Chain, m.ID); err != nil {
 				return err
 			}
 			continue
 		}
-		if errors.Is(err, ErrObjectExists) {
+		if errors.Is(err, store.ErrObjectExists) {
 			return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, m.Chain, m.ID)
 		}
 		if err != nil {
@@ -283,7 +285,7 @@ func (r *Repo) retract(ctx context.Context, m *Manifest) {
 // On a store without atomic create it checks the key is free first and the
 // chain config is still the one it signed with; the window between check
 // and write remains, which is why default ids there carry a random suffix
-// (the first ErrNotAtomic is returned once so the caller can add it).
+// (the first store.ErrNotAtomic is returned once so the caller can add it).
 func (r *Repo) createManifest(ctx context.Context, cfg *chainConfig, m *Manifest) error {
 	key := manifestKey(m.Chain, m.ID)
 	// On a store without atomic create a racing creator may have replaced
@@ -295,16 +297,16 @@ func (r *Repo) createManifest(ctx context.Context, cfg *chainConfig, m *Manifest
 		}
 	}
 	err := r.store.PutIfAbsent(ctx, key, m.Encode())
-	if errors.Is(err, ErrNotAtomic) && r.notAtomic.CompareAndSwap(false, true) {
+	if errors.Is(err, store.ErrNotAtomic) && r.notAtomic.CompareAndSwap(false, true) {
 		return err
 	}
-	if errors.Is(err, ErrNotAtomic) {
+	if errors.Is(err, store.ErrNotAtomic) {
 		if _, serr := r.store.Stat(ctx, key); serr == nil {
-			return ErrObjectExists
+			return store.ErrObjectExists
 		}
 		err = r.store.Put(ctx, key, m.Encode())
 	}
-	if err != nil && !errors.Is(err, ErrObjectExists) {
+	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return fmt.Errorf("write manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
 	}
 	return err

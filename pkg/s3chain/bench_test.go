@@ -15,6 +15,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 const (
@@ -25,23 +26,23 @@ const (
 
 // benchRepo is a file store in a temp dir holding one full backup of a
 // random (incompressible) benchSize volume.
-func benchRepo(b *testing.B, key []byte) (*s3chain.Repo, s3chain.Store, *testVolume, *s3chain.Manifest) {
+func benchRepo(b *testing.B, key []byte) (*s3chain.Repo, store.Store, *testVolume, *s3chain.Manifest) {
 	dir := b.TempDir()
 	vol := newTestVolume(b, dir, benchSize, benchBS, 5)
 	f, _ := os.OpenFile(vol.path, os.O_RDWR, 0)
 	vol.writeAt(f, 0, benchSize, false)
 	f.Close()
 	os.Mkdir(filepath.Join(dir, "repo"), 0o700)
-	store, err := s3chain.OpenStore(context.Background(), "file://"+filepath.Join(dir, "repo"), s3chain.Credentials{})
+	st, err := store.Open(context.Background(), "file://"+filepath.Join(dir, "repo"), store.Credentials{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := newRepo(b, store, key)
+	r := newRepo(b, st, key)
 	m, _, err := r.Backup(context.Background(), s3chain.BackupOptions{Chain: "bench/vol", Source: vol.path, BlockSize: benchBS})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return r, store, vol, m
+	return r, st, vol, m
 }
 
 // peakHeap samples the heap in use every 5 ms until stop is called and
@@ -86,16 +87,16 @@ func BenchmarkRestore(b *testing.B) {
 			var tRestore, tGet, tWrite time.Duration
 			var peak uint64
 			for b.Loop() {
-				target := filepath.Join(dir, "t")
+				dest := filepath.Join(dir, "t")
 				runtime.GC()
 				stop := peakHeap()
 				start := time.Now()
-				if _, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "bench/vol", BackupID: m.ID, Target: target, Workers: benchWorkers}); err != nil {
+				if _, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "bench/vol", BackupID: m.ID, Destination: dest, Workers: benchWorkers}); err != nil {
 					b.Fatal(err)
 				}
 				tRestore += time.Since(start)
 				peak = max(peak, stop())
-				os.Remove(target)
+				os.Remove(dest)
 				tGet += baselineGet(b, store, m)
 				tWrite += baselineWrite(b, filepath.Join(dir, "w"), vol.path)
 			}
@@ -111,13 +112,13 @@ func BenchmarkRestore(b *testing.B) {
 	}
 }
 
-func baselineGet(b *testing.B, store s3chain.Store, m *s3chain.Manifest) time.Duration {
+func baselineGet(b *testing.B, st store.Store, m *s3chain.Manifest) time.Duration {
 	start := time.Now()
 	var g errgroup.Group
 	g.SetLimit(benchWorkers)
 	for _, blk := range m.Blocks {
 		g.Go(func() error {
-			_, err := store.Get(context.Background(), s3chain.BlockKey(m.Chain, blk.Digest))
+			_, err := st.Get(context.Background(), s3chain.BlockKey(m.Chain, blk.Digest))
 			return err
 		})
 	}
@@ -202,8 +203,8 @@ func BenchmarkBackupIncremental(b *testing.B) {
 			vol.writeAt(f, 0, size, false)
 			f.Close()
 			os.Mkdir(filepath.Join(dir, "repo"), 0o700)
-			store, _ := s3chain.OpenStore(context.Background(), "file://"+filepath.Join(dir, "repo"), s3chain.Credentials{})
-			r := newRepo(b, store, nil)
+			st, _ := store.Open(context.Background(), "file://"+filepath.Join(dir, "repo"), store.Credentials{})
+			r := newRepo(b, st, nil)
 			prev := filepath.Join(dir, "snap0")
 			vol.snapshot(prev, true)
 			m, full, err := r.Backup(context.Background(), s3chain.BackupOptions{Chain: "bench/inc", Source: prev, BlockSize: benchBS})

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // Chains returns the names of every chain in the repository, sorted. It
 // reads only the config objects' keys.
 func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 	var names []string
-	err := r.store.List(ctx, configPrefix, func(oi ObjectInfo) error {
+	err := r.store.List(ctx, configPrefix, func(oi store.ObjectInfo) error {
 		seg, ok := strings.CutSuffix(strings.TrimPrefix(oi.Key, configPrefix), ".json")
 		if !ok || strings.Contains(seg, "/") {
 			return nil // not ours: leave foreign objects alone
@@ -52,7 +54,7 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 	gone := map[string]bool{}
 	for _, id := range marked {
 		data, err := r.store.GetMax(ctx, tombstoneKey(chain, id), 128)
-		if errors.Is(err, ErrObjectNotFound) {
+		if errors.Is(err, store.ErrObjectNotFound) {
 			continue
 		}
 		if err != nil {
@@ -109,7 +111,7 @@ func sortBackups(ms []*Manifest) {
 func (r *Repo) backupIDs(ctx context.Context, chain string) ([]string, []string, error) {
 	dir := manifestDir(chain)
 	var ids, gone []string
-	err := r.store.List(ctx, dir, func(oi ObjectInfo) error {
+	err := r.store.List(ctx, dir, func(oi store.ObjectInfo) error {
 		name := strings.TrimPrefix(oi.Key, dir)
 		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidBackupID(id) == nil {
 			ids = append(ids, id)
@@ -164,10 +166,10 @@ func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest,
 // that it is stored under its own chain and id (no swapped objects).
 func (r *Repo) loadManifest(ctx context.Context, cfg *chainConfig, id string) (*Manifest, error) {
 	data, err := r.store.GetMax(ctx, manifestKey(cfg.Chain, id), maxManifestBytes)
-	if errors.Is(err, ErrObjectNotFound) {
+	if errors.Is(err, store.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, cfg.Chain, id)
 	}
-	if errors.Is(err, ErrObjectTooLarge) {
+	if errors.Is(err, store.ErrObjectTooLarge) {
 		return nil, fmt.Errorf("%w: manifest of backup %q in chain %q: %w", ErrInvalidManifest, id, cfg.Chain, err)
 	}
 	if err != nil {

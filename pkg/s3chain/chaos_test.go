@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // chaosStore is one writer's view of a shared store, with that writer's
@@ -17,7 +17,7 @@ import (
 // every request waits. A request whose ctx ends while it waits never
 // reaches the store, as a client timeout abandons it.
 type chaosStore struct {
-	s3chain.Store
+	store.Store
 	mu       sync.Mutex
 	rng      *rand.Rand
 	pErr     float64
@@ -25,7 +25,7 @@ type chaosStore struct {
 	stallTo  time.Time
 }
 
-func newChaos(inner s3chain.Store, seed uint64, pErr float64, maxDelay time.Duration) *chaosStore {
+func newChaos(inner store.Store, seed uint64, pErr float64, maxDelay time.Duration) *chaosStore {
 	return &chaosStore{Store: inner, rng: rand.New(rand.NewPCG(seed, 99)), pErr: pErr, maxDelay: maxDelay}
 }
 
@@ -36,7 +36,7 @@ func (c *chaosStore) stall(d time.Duration) {
 	c.mu.Unlock()
 }
 
-var errChaos = fmt.Errorf("%w: chaos", s3chain.ErrTransient)
+var errChaos = fmt.Errorf("%w: chaos", store.ErrTransient)
 
 // before waits and may fail; after may turn a success into a lost answer.
 func (c *chaosStore) before(ctx context.Context) (failAfter bool, err error) {
@@ -100,14 +100,14 @@ func (c *chaosStore) GetMax(ctx context.Context, key string, n int64) ([]byte, e
 	return c.Store.GetMax(ctx, key, n)
 }
 
-func (c *chaosStore) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, error) {
+func (c *chaosStore) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
 	if _, err := c.before(ctx); err != nil {
-		return s3chain.ObjectInfo{}, err
+		return store.ObjectInfo{}, err
 	}
 	return c.Store.Stat(ctx, key)
 }
 
-func (c *chaosStore) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
+func (c *chaosStore) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	if _, err := c.before(ctx); err != nil {
 		return err
 	}

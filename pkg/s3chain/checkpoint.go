@@ -9,39 +9,42 @@ import (
 )
 
 // checkpointVersion is the version of the checkpoint file format. Version
-// 1 named the target by path only; such files are ignored.
+// 1 named the destination by path only; such files are ignored.
 const checkpointVersion = 2
 
 // checkpointFile is the JSON of a restore checkpoint: which blocks of which
-// backup are durably written to which target. A checkpoint for anything
-// else (another backup, target or size) is ignored and replaced.
+// backup are durably written to which destination. A checkpoint for
+// anything else (another backup, destination or size) is ignored and
+// replaced.
 type checkpointFile struct {
 	checkpointID
 	Done []byte `json:"done"` // bitmap, bit i%8 of byte i/8 = block i
 }
 
-// checkpointID says which restore a checkpoint belongs to. Target is the
-// path as given; TargetIdentity says which file or disk was behind it
-// (targetIdentity), so a checkpoint never applies to a recreated file or
-// another disk at the same path.
+// checkpointID says which restore a checkpoint belongs to. Destination is
+// the path as given; DestinationIdentity says which file or disk was behind
+// it (destinationIdentity), so a checkpoint never applies to a recreated
+// file or another disk at the same path. The JSON names are those of
+// version 2 files ("target", "targetIdentity"), kept so that a checkpoint
+// written before the rename still resumes.
 type checkpointID struct {
-	Version        int    `json:"version"`
-	Chain          string `json:"chain"`
-	BackupID       string `json:"backupId"`
-	VolumeDigest   string `json:"volumeDigest"`
-	Target         string `json:"target"`
-	TargetIdentity string `json:"targetIdentity"`
-	SizeBytes      int64  `json:"sizeBytes"`
-	BlockSize      int64  `json:"blockSize"`
+	Version             int    `json:"version"`
+	Chain               string `json:"chain"`
+	BackupID            string `json:"backupId"`
+	VolumeDigest        string `json:"volumeDigest"`
+	Destination         string `json:"target"`
+	DestinationIdentity string `json:"targetIdentity"`
+	SizeBytes           int64  `json:"sizeBytes"`
+	BlockSize           int64  `json:"blockSize"`
 }
 
 // checkpointer records finished blocks. A block counts as done only after
-// the target was fsynced following its write, so a crash never leaves a
+// the destination was fsynced following its write, so a crash never leaves a
 // block marked done that is not on disk.
 type checkpointer struct {
-	path   string
-	target *os.File
-	file   checkpointFile
+	path string
+	dest *os.File
+	file checkpointFile
 
 	mu        sync.Mutex
 	written   []int64 // written since the last flush
@@ -50,12 +53,12 @@ type checkpointer struct {
 }
 
 // loadCheckpoint reads path (if any) and keeps its bitmap when it describes
-// the same restore onto the same target as want; otherwise, and always for
-// a fresh target (one this run created), it starts empty. The bitmap is a
-// claim, not a proof: the restore reads back every block it marks done
+// the same restore onto the same destination as want; otherwise, and always
+// for a fresh destination (one this run created), it starts empty. The bitmap
+// is a claim, not a proof: the restore reads back every block it marks done
 // before skipping it (restoreJob.verifyDone).
-func loadCheckpoint(path string, target *os.File, want checkpointID, blocks int64, fresh bool) *checkpointer {
-	c := &checkpointer{path: path, target: target, file: checkpointFile{checkpointID: want}, lastFlush: time.Now()}
+func loadCheckpoint(path string, dest *os.File, want checkpointID, blocks int64, fresh bool) *checkpointer {
+	c := &checkpointer{path: path, dest: dest, file: checkpointFile{checkpointID: want}, lastFlush: time.Now()}
 	c.file.Version = checkpointVersion
 	c.file.Done = make([]byte, (blocks+7)/8)
 	if path == "" || fresh {
@@ -75,18 +78,18 @@ func readCheckpoint(path string) (checkpointFile, bool) {
 }
 
 // CheckpointFits reports whether the checkpoint file at checkpoint was
-// written by a restore onto the very file or disk now at target (same
+// written by a restore onto the very file or disk now at destination (same
 // identity, see RestoreOptions.Checkpoint), so that running it again
 // resumes rather than overwrites something else.
-func CheckpointFits(checkpoint, target string) bool {
+func CheckpointFits(checkpoint, destination string) bool {
 	cf, ok := readCheckpoint(checkpoint)
-	return ok && cf.Version == checkpointVersion && cf.Target == target && cf.TargetIdentity != "" &&
-		cf.TargetIdentity == identityOf(target)
+	return ok && cf.Version == checkpointVersion && cf.Destination == destination && cf.DestinationIdentity != "" &&
+		cf.DestinationIdentity == identityOf(destination)
 }
 
 func (c *checkpointer) isDone(i int64) bool { return c.file.Done[i/8]&(1<<(i%8)) != 0 }
 
-// undo marks block i as not done: its bytes on the target are not the
+// undo marks block i as not done: its bytes on the destination are not the
 // backup's. Only called before this run writes anything.
 func (c *checkpointer) undo(i int64) {
 	c.mu.Lock()
@@ -105,7 +108,7 @@ func (c *checkpointer) markWritten(i int64) {
 	}
 }
 
-// flush fsyncs the target, then marks the blocks written before the fsync
+// flush fsyncs the destination, then marks the blocks written before the fsync
 // as done and atomically replaces the checkpoint file (write, fsync,
 // rename).
 func (c *checkpointer) flush() error {
@@ -119,8 +122,8 @@ func (c *checkpointer) flush() error {
 	c.written = nil
 	c.lastFlush = time.Now()
 	c.mu.Unlock()
-	if err := c.target.Sync(); err != nil {
-		return fmt.Errorf("sync restore target: %w", err)
+	if err := c.dest.Sync(); err != nil {
+		return fmt.Errorf("sync restore destination: %w", err)
 	}
 	c.mu.Lock()
 	for _, i := range batch {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // chainConfig is the chain's config object, chains/<chain>.json (FORMAT.md
@@ -71,9 +73,9 @@ func (r *Repo) chain(ctx context.Context, chain string, create bool, blockSize i
 func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockSize int64) (*chainConfig, error) {
 	data, err := r.store.GetMax(ctx, configKey(chain), maxConfigBytes)
 	switch {
-	case errors.Is(err, ErrObjectNotFound) && create:
+	case errors.Is(err, store.ErrObjectNotFound) && create:
 		return r.createChain(ctx, chain, blockSize)
-	case errors.Is(err, ErrObjectNotFound):
+	case errors.Is(err, store.ErrObjectNotFound):
 		return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
 	case err != nil:
 		return nil, fmt.Errorf("read config of chain %q: %w", chain, err)
@@ -108,10 +110,10 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 		return nil, err
 	}
 	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
-	if errors.Is(err, ErrNotAtomic) {
+	if errors.Is(err, store.ErrNotAtomic) {
 		err = r.createConfigNotAtomic(ctx, chain, data)
 	}
-	if err != nil && !errors.Is(err, ErrObjectExists) {
+	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return nil, fmt.Errorf("write config of chain %q: %w", chain, err)
 	}
 	// Whoever won, the stored config is the chain's.
@@ -126,8 +128,8 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 // reads the same, last one (request latency assumption of FORMAT.md §7).
 func (r *Repo) createConfigNotAtomic(ctx context.Context, chain string, data []byte) error {
 	settle := r.lease / 4
-	if _, err := r.store.Stat(ctx, configKey(chain)); !errors.Is(err, ErrObjectNotFound) {
-		return ErrObjectExists
+	if _, err := r.store.Stat(ctx, configKey(chain)); !errors.Is(err, store.ErrObjectNotFound) {
+		return store.ErrObjectExists
 	}
 	pctx, cancel := context.WithTimeout(ctx, settle)
 	err := r.store.Put(pctx, configKey(chain), data)
@@ -199,7 +201,7 @@ func (r *Repo) openSecret(cfg *chainConfig) ([]byte, error) {
 // cfg's keys would not restore. The cached config is dropped.
 func (r *Repo) checkConfig(ctx context.Context, cfg *chainConfig) error {
 	data, err := r.store.GetMax(ctx, configKey(cfg.Chain), maxConfigBytes)
-	if err != nil && !errors.Is(err, ErrObjectNotFound) {
+	if err != nil && !errors.Is(err, store.ErrObjectNotFound) {
 		return fmt.Errorf("re-read config of chain %q: %w", cfg.Chain, err)
 	}
 	if err != nil || !bytes.Equal(data, cfg.raw) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -53,11 +54,11 @@ func TestProtocolRequestCost(t *testing.T) {
 func TestProtocolCostS3(t *testing.T) {
 	srv := testutil.StartS3(t)
 	ctx := context.Background()
-	store, err := s3chain.OpenStore(ctx, srv.URL("cost"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	st, err := store.Open(ctx, srv.URL("cost"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := storetest.NewFaulty(store)
+	f := storetest.NewFaulty(st)
 	repo := newRepo(t, f, nil)
 	vol := newTestVolume(t, t.TempDir(), 8<<20, chainBS, 9)
 	first, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/cost", Source: vol.path, BlockSize: chainBS})

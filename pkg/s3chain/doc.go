@@ -26,13 +26,15 @@
 //     on gets a tombstone); Repo.GC removes blocks no manifest references,
 //     never while a backup holds the chain.
 //
-// What this package must never do: write a restore target before the chain
-// it restores from has been verified; upload a manifest before all of its
-// blocks are stored, or report a backup whose lease lapsed; overwrite a
-// manifest or config; delete a block that a manifest, or a backup in
-// progress, may reference; read an object without a size bound; log or
-// store the encryption key.
+// What this package must never do: write a restore destination before the
+// chain it restores from has been verified; upload a manifest before all of
+// its blocks are stored, or report a backup whose lease lapsed; overwrite a
+// manifest or config; delete a block that a manifest, or a backup in progress,
+// may reference; read an object without a size bound; log or store the
+// encryption key.
 //
-// The Store interface (store.go) and its implementations are the object
-// store layer underneath; engine errors are the sentinels in errors.go.
+// The object store underneath, where the chains' objects live (the Store
+// interface, its S3 and local directory implementations, retries, target
+// URLs), is package pkg/s3chain/store; its errors (store.ErrTransient, ...)
+// pass through wrapped. Engine errors are the sentinels in errors.go.
 package s3chain

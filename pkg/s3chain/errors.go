@@ -18,9 +18,9 @@ var (
 	// ErrWrongKey: the encryption key does not open the chain (or a key was
 	// given for an unencrypted chain, or none for an encrypted one).
 	ErrWrongKey = errors.New("wrong encryption key")
-	// ErrTargetTooSmall: the restore target is smaller than the backup's
-	// volume size.
-	ErrTargetTooSmall = errors.New("restore target smaller than backup")
+	// ErrDestinationTooSmall: the restore destination (the file or block
+	// device a restore writes) is smaller than the backup's volume size.
+	ErrDestinationTooSmall = errors.New("restore destination smaller than backup")
 	// ErrFormatVersion: an object was written by a newer (or unknown) version
 	// of the chain format (docs/FORMAT.md) than this reader understands.
 	ErrFormatVersion = errors.New("unsupported chain format version")

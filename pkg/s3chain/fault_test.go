@@ -14,19 +14,20 @@ import (
 	"testing"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // restoreErr restores id into a fresh path and returns the error, checking
 // that a failed restore reports no manifest.
 func restoreErr(t *testing.T, r *s3chain.Repo, c *testChain, id string) (string, error) {
 	t.Helper()
-	target := filepath.Join(c.dir, "target")
-	os.Remove(target)
-	m, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: id, Target: target, Workers: 2})
+	dest := filepath.Join(c.dir, "destination")
+	os.Remove(dest)
+	m, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: id, Destination: dest, Workers: 2})
 	if err != nil && m != nil {
 		t.Errorf("failed restore returned manifest %s", m.ID)
 	}
-	return target, err
+	return dest, err
 }
 
 func TestRestoreCorruptBlock(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRestoreCorruptBlock(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := restoreErr(t, c.repo, c, latest)
-		if !errors.Is(err, s3chain.ErrCorruptBlock) || !errors.Is(err, s3chain.ErrObjectNotFound) || !strings.Contains(err.Error(), fmt.Sprintf("block %d ", indices[0])) {
+		if !errors.Is(err, s3chain.ErrCorruptBlock) || !errors.Is(err, store.ErrObjectNotFound) || !strings.Contains(err.Error(), fmt.Sprintf("block %d ", indices[0])) {
 			t.Fatalf("missing %s: %v", key, err)
 		}
 		if err := c.repo.Verify(context.Background(), c.name, latest, false); !errors.Is(err, s3chain.ErrCorruptBlock) {
@@ -80,12 +81,12 @@ func TestRestoreMissingManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range c.ids[3:] {
-		target, err := restoreErr(t, c.repo, c, id)
+		dest, err := restoreErr(t, c.repo, c, id)
 		if !errors.Is(err, s3chain.ErrChainBroken) || !strings.Contains(err.Error(), `"`+mid+`"`) {
 			t.Fatalf("restore %s without %s: %v", id, mid, err)
 		}
-		if _, serr := os.Stat(target); !os.IsNotExist(serr) {
-			t.Errorf("restore %s created its target before failing", id)
+		if _, serr := os.Stat(dest); !os.IsNotExist(serr) {
+			t.Errorf("restore %s created its destination before failing", id)
 		}
 	}
 	if _, err := restoreErr(t, c.repo, c, mid); !errors.Is(err, s3chain.ErrBackupNotFound) {
@@ -141,12 +142,12 @@ func TestRestoreWrongKey(t *testing.T) {
 	c := newTestChain(t, 1, testKey(5))
 	for name, key := range map[string][]byte{"other key": testKey(6), "no key": nil} {
 		r := newRepo(t, c.store, key)
-		target, err := restoreErr(t, r, c, "latest")
+		dest, err := restoreErr(t, r, c, "latest")
 		if !errors.Is(err, s3chain.ErrWrongKey) || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("%s: %v", name, err)
 		}
-		if _, serr := os.Stat(target); !os.IsNotExist(serr) {
-			t.Errorf("%s: target created", name)
+		if _, serr := os.Stat(dest); !os.IsNotExist(serr) {
+			t.Errorf("%s: destination created", name)
 		}
 	}
 	if _, err := s3chain.NewRepo(c.store, s3chain.RepoOptions{EncryptionKey: []byte("short")}); !errors.Is(err, s3chain.ErrInvalidOptions) {
@@ -154,22 +155,22 @@ func TestRestoreWrongKey(t *testing.T) {
 	}
 }
 
-func TestRestoreTargetTooSmall(t *testing.T) {
+func TestRestoreDestinationTooSmall(t *testing.T) {
 	c := newTestChain(t, 1, nil)
-	target := filepath.Join(c.dir, "small")
+	dest := filepath.Join(c.dir, "small")
 	orig := []byte("keep me")
-	if err := os.WriteFile(target, orig, 0o600); err != nil {
+	if err := os.WriteFile(dest, orig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(target, c.sizes[1]-1); err != nil {
+	if err := os.Truncate(dest, c.sizes[1]-1); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := c.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Target: target})
-	if !errors.Is(err, s3chain.ErrTargetTooSmall) || !strings.Contains(err.Error(), fmt.Sprint(c.sizes[1])) {
-		t.Fatalf("restore into a small target: %v", err)
+	_, _, err := c.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Destination: dest})
+	if !errors.Is(err, s3chain.ErrDestinationTooSmall) || !strings.Contains(err.Error(), fmt.Sprint(c.sizes[1])) {
+		t.Fatalf("restore into a small destination: %v", err)
 	}
-	got, _ := os.ReadFile(target)
+	got, _ := os.ReadFile(dest)
 	if string(got[:len(orig)]) != string(orig) || int64(len(got)) != c.sizes[1]-1 {
-		t.Errorf("the small target was changed")
+		t.Errorf("the small destination was changed")
 	}
 }

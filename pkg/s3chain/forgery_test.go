@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -81,17 +82,17 @@ func TestOversizeObjectsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = restoreErr(t, c.repo, c, c.ids[1])
-	if !errors.Is(err, s3chain.ErrCorruptBlock) || !errors.Is(err, s3chain.ErrObjectTooLarge) {
+	if !errors.Is(err, s3chain.ErrCorruptBlock) || !errors.Is(err, store.ErrObjectTooLarge) {
 		t.Fatalf("restore with an oversize block object: %v", err)
 	}
-	if err := c.repo.Verify(ctx, c.name, c.ids[1], true); !errors.Is(err, s3chain.ErrObjectTooLarge) {
+	if err := c.repo.Verify(ctx, c.name, c.ids[1], true); !errors.Is(err, store.ErrObjectTooLarge) {
 		t.Fatalf("deep verify with an oversize block object: %v", err)
 	}
 	huge := make([]byte, 64<<20)
 	if err := c.store.Put(ctx, s3chain.ManifestKey(c.name, c.ids[0]), huge); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.repo.Manifest(ctx, c.name, c.ids[0]); !errors.Is(err, s3chain.ErrInvalidManifest) || !errors.Is(err, s3chain.ErrObjectTooLarge) {
+	if _, err := c.repo.Manifest(ctx, c.name, c.ids[0]); !errors.Is(err, s3chain.ErrInvalidManifest) || !errors.Is(err, store.ErrObjectTooLarge) {
 		t.Fatalf("oversize manifest: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // GC deletes block objects that no manifest of their chain references,
@@ -59,7 +61,7 @@ func (r *Repo) dropOrphanLocks(ctx context.Context, chains []string) error {
 		known[pendingDir(c)] = true
 	}
 	now := time.Now()
-	return r.store.List(ctx, pendingPrefix, func(oi ObjectInfo) error {
+	return r.store.List(ctx, pendingPrefix, func(oi store.ObjectInfo) error {
 		dir := oi.Key[:strings.LastIndexByte(oi.Key, '/')+1]
 		if known[dir] || now.Sub(oi.ModTime) < 2*r.lease {
 			return nil
@@ -82,8 +84,8 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 		st.SkippedChains++
 		return err
 	}
-	var objs []ObjectInfo
-	if err := r.store.List(lctx, blockDir(chain), func(oi ObjectInfo) error {
+	var objs []store.ObjectInfo
+	if err := r.store.List(lctx, blockDir(chain), func(oi store.ObjectInfo) error {
 		objs = append(objs, oi)
 		return nil
 	}); err != nil {
@@ -164,7 +166,7 @@ func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, e
 
 // sweep deletes the unreferenced block objects among objs older than
 // o.MinAge (by the store's clock), checking the gc lease before each.
-func (r *Repo) sweep(ctx context.Context, l *lease, chain string, objs []ObjectInfo, live map[digest]bool, o *GCOptions, st *GCStats) error {
+func (r *Repo) sweep(ctx context.Context, l *lease, chain string, objs []store.ObjectInfo, live map[digest]bool, o *GCOptions, st *GCStats) error {
 	for _, oi := range objs {
 		d, err := parseDigest(oi.Key[strings.LastIndexByte(oi.Key, '/')+1:])
 		if err != nil || d.isZero() || oi.Key != blockKey(chain, d.String()) {

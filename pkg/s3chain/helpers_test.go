@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // testVolume is a regular file standing for a volume, changed by seeded
@@ -120,8 +121,8 @@ func fileSHA(t testing.TB, path string, size int64) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func newRepo(t testing.TB, store s3chain.Store, key []byte) *s3chain.Repo {
-	r, err := s3chain.NewRepo(store, s3chain.RepoOptions{EncryptionKey: key})
+func newRepo(t testing.TB, st store.Store, key []byte) *s3chain.Repo {
+	r, err := s3chain.NewRepo(st, s3chain.RepoOptions{EncryptionKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +141,11 @@ func testKey(b byte) []byte {
 // the SHA-256 of its first size bytes; the file is removed afterwards.
 func restoreSHA(t testing.TB, r *s3chain.Repo, chain, id, dir string) (string, *s3chain.Manifest, s3chain.RestoreStats) {
 	t.Helper()
-	target := filepath.Join(dir, "restore-"+id)
-	defer os.Remove(target)
-	m, st, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: chain, BackupID: id, Target: target})
+	dest := filepath.Join(dir, "restore-"+id)
+	defer os.Remove(dest)
+	m, st, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: chain, BackupID: id, Destination: dest})
 	if err != nil {
 		t.Fatalf("restore %s: %v", id, err)
 	}
-	return fileSHA(t, target, m.SizeBytes), m, st
+	return fileSHA(t, dest, m.SizeBytes), m, st
 }

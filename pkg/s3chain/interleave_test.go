@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -41,7 +42,7 @@ const (
 type world struct {
 	t     *testing.T
 	dir   string
-	store s3chain.Store
+	store store.Store
 	pool  [][]byte // block contents images are drawn from (heavy dedup)
 	ttl   time.Duration
 	seed  uint64
@@ -113,9 +114,9 @@ func envInt(name string, def int) int {
 
 // runSchedule runs one schedule from seed on store and checks the
 // invariant; faults adds stalls and kills to the random errors and delays.
-func runSchedule(t *testing.T, store s3chain.Store, seed uint64, ttl time.Duration, faults bool) {
+func runSchedule(t *testing.T, st store.Store, seed uint64, ttl time.Duration, faults bool) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	w := &world{t: t, dir: t.TempDir(), store: store, ttl: ttl, seed: seed,
+	w := &world{t: t, dir: t.TempDir(), store: st, ttl: ttl, seed: seed,
 		ready: map[string]readyBackup{}, deleted: map[string]time.Time{}}
 	for range 6 {
 		b := make([]byte, ilBlock)
@@ -282,9 +283,9 @@ func (wr *writer) restore() {
 	}
 	slices.SortFunc(all, func(a, b readyBackup) int { return a.created.Compare(b.created) })
 	want := all[wr.rng.IntN(len(all))]
-	target := filepath.Join(wr.w.dir, fmt.Sprintf("r%d-%d", wr.n, wr.rng.Int()))
-	defer os.Remove(target)
-	m, _, err := wr.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: ilChain, BackupID: want.id, Target: target})
+	dest := filepath.Join(wr.w.dir, fmt.Sprintf("r%d-%d", wr.n, wr.rng.Int()))
+	defer os.Remove(dest)
+	m, _, err := wr.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: ilChain, BackupID: want.id, Destination: dest})
 	if err != nil {
 		return
 	}
@@ -294,7 +295,7 @@ func (wr *writer) restore() {
 	if !ok {
 		return // a backup that never reported ready (failed after its commit)
 	}
-	if s := readSHA(target); s != got.sha || m.SizeBytes != got.size {
+	if s := readSHA(dest); s != got.sha || m.SizeBytes != got.size {
 		wr.w.violation("restore of %s returned other bytes (sha %s, want %s)", m.ID, s, got.sha)
 	}
 }
@@ -322,13 +323,13 @@ func (w *world) check() {
 		if err := repo.Verify(ctx, ilChain, r.id, true); err != nil {
 			w.violation("verify of ready backup %s: %v", r.id, err)
 		}
-		target := filepath.Join(w.dir, "check-"+r.id)
-		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: ilChain, BackupID: r.id, Target: target}); err != nil {
+		dest := filepath.Join(w.dir, "check-"+r.id)
+		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: ilChain, BackupID: r.id, Destination: dest}); err != nil {
 			w.violation("restore of ready backup %s: %v", r.id, err)
-		} else if s := readSHA(target); s != r.sha {
+		} else if s := readSHA(dest); s != r.sha {
 			w.violation("restore of ready backup %s: sha %s, want %s", r.id, s, r.sha)
 		}
-		os.Remove(target)
+		os.Remove(dest)
 	}
 }
 
@@ -360,7 +361,7 @@ func (w *world) drain() {
 		w.violation("gc after the schedule: %+v, %v", st, err)
 	}
 	left := 0
-	_ = w.store.List(ctx, "", func(oi s3chain.ObjectInfo) error {
+	_ = w.store.List(ctx, "", func(oi store.ObjectInfo) error {
 		if strings.HasPrefix(oi.Key, "blocks/") || strings.HasPrefix(oi.Key, "pending/") || strings.HasPrefix(oi.Key, "manifests/") {
 			left++
 			w.violation("left behind: %s", oi.Key)

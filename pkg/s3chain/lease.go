@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // Lease kinds: the first word of a lock object's name under pending/<chain>/
@@ -99,7 +101,7 @@ func (l *lease) refresh() {
 		ctx, cancel := context.WithDeadline(context.Background(), l.deadline())
 		// A lock that vanished was taken over: never write it back.
 		_, err := l.r.store.Stat(ctx, l.key)
-		gone := errors.Is(err, ErrObjectNotFound)
+		gone := errors.Is(err, store.ErrObjectNotFound)
 		if err == nil {
 			err = l.write(ctx)
 		}
@@ -171,7 +173,7 @@ func (l *lease) release(ctx context.Context) {
 
 // lockInfo is one lock object found in a chain's pending/ directory.
 type lockInfo struct {
-	ObjectInfo
+	store.ObjectInfo
 	kind string
 }
 
@@ -179,7 +181,7 @@ type lockInfo struct {
 func (r *Repo) locks(ctx context.Context, chain, own string) ([]lockInfo, error) {
 	var out []lockInfo
 	dir := pendingDir(chain)
-	err := r.store.List(ctx, dir, func(oi ObjectInfo) error {
+	err := r.store.List(ctx, dir, func(oi store.ObjectInfo) error {
 		if oi.Key == own {
 			return nil
 		}

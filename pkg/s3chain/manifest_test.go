@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 func sampleManifest() *Manifest {
@@ -100,7 +102,7 @@ func TestChainNames(t *testing.T) {
 			t.Errorf("%q: %v", ok, err)
 		}
 		enc := encodeChain(ok)
-		if strings.ContainsAny(enc, "/.") || ValidateKey(configKey(ok)) != nil {
+		if strings.ContainsAny(enc, "/.") || store.ValidateKey(configKey(ok)) != nil {
 			t.Errorf("%q encodes to %q", ok, enc)
 		}
 		if back, err := decodeChain(enc); err != nil || back != ok {

@@ -70,13 +70,16 @@ type BackupOptions struct {
 	Progress func(Progress)
 }
 
-// RestoreOptions describe one restore of a backup onto a target.
+// RestoreOptions describe one restore of a backup onto a destination (a
+// file or block device; not to be confused with the backup target, the
+// object store the Repo reads from).
 type RestoreOptions struct {
 	// Chain is the chain name; BackupID the backup, or "latest".
 	Chain, BackupID string
-	// Target is a regular file or block device of at least the backup's
-	// SizeBytes. A missing file is created sparse with exactly that size.
-	Target string
+	// Destination is a regular file or block device of at least the
+	// backup's SizeBytes. A missing file is created sparse with exactly
+	// that size.
+	Destination string
 	// Workers is the number of blocks fetched in parallel; 0 means
 	// DefaultWorkers. Memory use is about 2 x Workers x block size.
 	Workers int
@@ -85,11 +88,11 @@ type RestoreOptions struct {
 	Checkpoint string
 	// Progress, if set, is called from any goroutine as blocks finish.
 	Progress func(Progress)
-	// Base, if set, is the image the target already holds (the caller
-	// made the target a reflink copy of a local snapshot of that backup of
-	// the same chain): blocks with the same digest at the same index are
-	// neither fetched nor written; every other block is, zero blocks
-	// included (punched). The caller vouches for the target's bytes; with
+	// Base, if set, is the image the destination already holds (the caller made
+	// the destination a reflink copy of a local snapshot of that backup of the
+	// same chain): blocks with the same digest at the same index are neither
+	// fetched nor written; every other block is, zero blocks included
+	// (punched). The caller vouches for the destination's bytes; with
 	// VerifyBase they are read back and hashed first, and mismatches are
 	// fetched. A base of another chain or block size is ignored.
 	Base       *Image
@@ -124,10 +127,10 @@ type RestoreStats struct {
 	// FetchedBlocks were downloaded and written; SkippedBlocks were already
 	// restored according to the checkpoint; ZeroBlocks were made zero.
 	FetchedBlocks, SkippedBlocks, ZeroBlocks int
-	// BaseBlocks were already on the target (RestoreOptions.Base).
+	// BaseBlocks were already on the destination (RestoreOptions.Base).
 	BaseBlocks int
 	// FetchedBytes is the size of the objects downloaded; WrittenBytes the
-	// bytes written to the target (data, not zeros punched as holes).
+	// bytes written to the destination (data, not zeros punched as holes).
 	FetchedBytes, WrittenBytes int64
 	// Duration is the wall time of the restore.
 	Duration time.Duration

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -55,17 +56,17 @@ func TestParallelDeletes(t *testing.T) {
 // its manifest; b1 is deleted and gc runs meanwhile. s2 is ready and
 // restores, and gc did not take b1's blocks that s2 uses.
 func TestRetentionRacingUpload(t *testing.T) {
-	store := storetest.NewFaulty(storetest.NewMem())
+	faulty := storetest.NewFaulty(storetest.NewMem())
 	ctx := context.Background()
 	dir := t.TempDir()
 	vol := newTestVolume(t, dir, 4<<20, chainBS, 3)
-	repo := newRepo(t, store, nil)
+	repo := newRepo(t, faulty, nil)
 	b1, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	vol.change(2, 100<<10)
-	store.Delay(storetest.OpPutIfAbsent, func(k string) bool { return strings.HasPrefix(k, "manifests/") }, 300*time.Millisecond)
+	faulty.Delay(storetest.OpPutIfAbsent, func(k string) bool { return strings.HasPrefix(k, "manifests/") }, 300*time.Millisecond)
 	type result struct {
 		m   *s3chain.Manifest
 		err error
@@ -76,7 +77,7 @@ func TestRetentionRacingUpload(t *testing.T) {
 		done <- result{m, err}
 	}()
 	time.Sleep(100 * time.Millisecond) // s2's manifest write is waiting
-	other := newRepo(t, store, nil)
+	other := newRepo(t, faulty, nil)
 	if err := other.DeleteBackup(ctx, "lab/x", b1.ID); err != nil {
 		t.Fatalf("delete b1: %v", err)
 	}
@@ -152,11 +153,11 @@ func TestTwoWritersFork(t *testing.T) {
 // lock alive, so gc leaves its blocks alone; a backup whose lock was taken
 // over fails instead of reporting success, and leaves no manifest.
 func TestLongBackupKeepsItsBlocks(t *testing.T) {
-	store := storetest.NewFaulty(storetest.NewMem())
+	faulty := storetest.NewFaulty(storetest.NewMem())
 	ctx := context.Background()
 	dir := t.TempDir()
 	ttl := 200 * time.Millisecond
-	repo, _ := s3chain.NewRepo(store, s3chain.RepoOptions{LeaseTTL: ttl})
+	repo, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: ttl})
 	vol := newTestVolume(t, dir, 4<<20, chainBS, 4)
 	b1, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS})
 	if err != nil {
@@ -164,7 +165,7 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 	}
 	vol.change(3, 200<<10)
 	// Each new block takes 100 ms: the backup lasts several TTLs.
-	store.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 100*time.Millisecond)
+	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 100*time.Millisecond)
 	done := make(chan error)
 	var m *s3chain.Manifest
 	go func() {
@@ -172,7 +173,7 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 		m, _, err = repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, Parent: b1.ID, Workers: 1})
 		done <- err
 	}()
-	gcRepo, _ := s3chain.NewRepo(store, s3chain.RepoOptions{LeaseTTL: ttl})
+	gcRepo, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: ttl})
 	deadline := time.After(20 * time.Second)
 	for running := true; running; {
 		select {
@@ -190,20 +191,20 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 			}
 		}
 	}
-	store.Clear()
+	faulty.Clear()
 	if err := repo.Verify(ctx, "lab/x", m.ID, true); err != nil {
 		t.Fatalf("verify the long backup: %v", err)
 	}
 
 	// Taken over: the lock disappears (gc judged it abandoned) mid-backup.
 	vol.change(3, 200<<10)
-	store.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 50*time.Millisecond)
+	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 50*time.Millisecond)
 	go func() {
 		_, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, Parent: m.ID, BackupID: "taken", Workers: 1})
 		done <- err
 	}()
 	time.Sleep(60 * time.Millisecond)
-	_ = store.List(ctx, "pending/", func(oi s3chain.ObjectInfo) error { return store.Delete(ctx, oi.Key) })
+	_ = faulty.List(ctx, "pending/", func(oi store.ObjectInfo) error { return faulty.Delete(ctx, oi.Key) })
 	if err := <-done; !errors.Is(err, s3chain.ErrLeaseLost) {
 		t.Fatalf("backup whose lock was taken over: %v, want ErrLeaseLost", err)
 	}
@@ -214,19 +215,19 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 
 // A backup waits while a gc holds the chain, and goes ahead once it ends.
 func TestBackupWaitsForGC(t *testing.T) {
-	store := storetest.NewMem()
+	mem := storetest.NewMem()
 	ctx := context.Background()
-	repo, _ := s3chain.NewRepo(store, s3chain.RepoOptions{LeaseTTL: 5 * time.Second})
+	repo, _ := s3chain.NewRepo(mem, s3chain.RepoOptions{LeaseTTL: 5 * time.Second})
 	dir := t.TempDir()
 	vol := newTestVolume(t, dir, 1<<20, chainBS, 5)
 	if _, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS}); err != nil {
 		t.Fatal(err)
 	}
 	lock := "pending/lab_2fx/gc-00112233.json"
-	if err := store.Put(ctx, lock, []byte("{}")); err != nil {
+	if err := mem.Put(ctx, lock, []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(300*time.Millisecond, func() { store.Delete(ctx, lock) })
+	time.AfterFunc(300*time.Millisecond, func() { mem.Delete(ctx, lock) })
 	start := time.Now()
 	if _, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path}); err != nil {
 		t.Fatal(err)

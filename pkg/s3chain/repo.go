@@ -6,19 +6,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
-// Repo is a backup repository: the chains kept in one Store. Its methods
+// Repo is a backup repository: the chains kept in one store.Store. Its methods
 // are safe for concurrent use, and so is any number of Repos in any number
 // of processes, nodes or clusters on one store: every change to a chain
 // follows the protocol of FORMAT.md §7 (self-contained manifests created
 // with PutIfAbsent, leased in-progress markers, gc exclusion).
 type Repo struct {
-	store Store
+	store store.Store
 	aead  cipher.AEAD // the repository key itself (version-1 chains); nil when not encrypted
 	wrap  cipher.AEAD // the key that seals version-2 chain secrets; nil when not encrypted
 	lease time.Duration
-	// notAtomic is set once the store answered ErrNotAtomic: new default
+	// notAtomic is set once the store answered store.ErrNotAtomic: new default
 	// backup ids then carry a random suffix.
 	notAtomic atomic.Bool
 
@@ -26,15 +28,15 @@ type Repo struct {
 	configs map[string]*chainConfig // by chain name, once opened
 }
 
-// NewRepo returns a Repo over store. opts.EncryptionKey must be nil (no
+// NewRepo returns a Repo over s. opts.EncryptionKey must be nil (no
 // encryption) or 32 bytes (AES-256-GCM); other lengths fail with
 // ErrInvalidOptions. Nothing is read from the store until first use; a key
 // that does not match a chain is reported then as ErrWrongKey.
-func NewRepo(store Store, opts RepoOptions) (*Repo, error) {
-	if store == nil {
+func NewRepo(s store.Store, opts RepoOptions) (*Repo, error) {
+	if s == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
 	}
-	r := &Repo{store: store, configs: map[string]*chainConfig{}, lease: opts.LeaseTTL}
+	r := &Repo{store: s, configs: map[string]*chainConfig{}, lease: opts.LeaseTTL}
 	if r.lease <= 0 {
 		r.lease = DefaultLeaseTTL
 	}
@@ -54,4 +56,4 @@ func NewRepo(store Store, opts RepoOptions) (*Repo, error) {
 }
 
 // Store returns the repository's object store.
-func (r *Repo) Store() Store { return r.store }
+func (r *Repo) Store() store.Store { return r.store }

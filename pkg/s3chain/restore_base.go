@@ -12,7 +12,7 @@ import (
 // beside a local snapshot of that backup so that a later restore of any
 // backup of the chain can start from a reflink of the snapshot and fetch
 // only the blocks whose digest differs (RestoreOptions.Base), even after
-// the backup itself was deleted from the target. Blocks lists every
+// the backup itself was deleted from the backup target. Blocks lists every
 // non-zero block (index and digest, as a version-2 manifest does); the
 // rest are zero. VolumeDigest (FORMAT.md §5) makes a damaged record
 // detectable.
@@ -148,7 +148,7 @@ func ReadImage(path string) (*Image, error) {
 
 // baseDigests returns the digests of o.Base when it can seed a restore of
 // tip: same chain and block size; nil otherwise (the restore then writes
-// every block, which is correct whatever the target holds).
+// every block, which is correct whatever the destination holds).
 func baseDigests(o *RestoreOptions, tip *Manifest) ([]digest, error) {
 	b := o.Base
 	if b == nil || b.Chain != o.Chain || b.BlockSize != tip.BlockSize {
@@ -157,8 +157,8 @@ func baseDigests(o *RestoreOptions, tip *Manifest) ([]digest, error) {
 	return b.digests()
 }
 
-// fromBase reports whether block i of the image is already on the target
-// because the target started as a copy of the base image.
+// fromBase reports whether block i of the image is already on the
+// destination because the destination started as a copy of the base image.
 func (j *restoreJob) fromBase(i int) bool {
 	return i < len(j.base) && !j.base[i].isZero() && j.base[i] == j.blocks[i]
 }

@@ -68,14 +68,14 @@ func (c *baseChain) restoreFrom(t *testing.T, from, to string, base *s3chain.Ima
 	ctx := context.Background()
 	src := filepath.Join(c.dir, "base-"+from)
 	if _, err := os.Stat(src); err != nil {
-		if _, _, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: from, Target: src}); err != nil {
+		if _, _, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: from, Destination: src}); err != nil {
 			t.Fatalf("restore %s: %v", from, err)
 		}
 	}
 	dst := filepath.Join(c.dir, "to-"+to)
 	os.Remove(dst)
 	(&testVolume{t: t, path: src}).snapshot(dst, false)
-	_, st, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: to, Target: dst, Base: base, VerifyBase: verify})
+	_, st, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: to, Destination: dst, Base: base, VerifyBase: verify})
 	if err != nil {
 		t.Fatalf("restore %s from base %s: %v", to, from, err)
 	}
@@ -148,7 +148,7 @@ func TestRestoreFromBaseRecord(t *testing.T) {
 		t.Errorf("ReadImage of a tampered record: %v, want ErrInvalidManifest", err)
 	}
 	_, _, err = c.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: c.ids[1],
-		Target: filepath.Join(c.dir, "x"), Base: im})
+		Destination: filepath.Join(c.dir, "x"), Base: im})
 	if !errors.Is(err, s3chain.ErrInvalidManifest) {
 		t.Errorf("restore with a tampered base: %v, want ErrInvalidManifest", err)
 	}
@@ -195,7 +195,7 @@ func TestRestoreCheckByListOrHead(t *testing.T) {
 				t.Fatal(err)
 			}
 			stats := c.store.Calls(storetest.OpStat)
-			_, st, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: c.ids[1], Target: filepath.Join(c.dir, "out")})
+			_, st, err := c.repo.Restore(ctx, s3chain.RestoreOptions{Chain: c.name, BackupID: c.ids[1], Destination: filepath.Join(c.dir, "out")})
 			if !errors.Is(err, s3chain.ErrCorruptBlock) || !strings.Contains(err.Error(), missing) || st.WrittenBytes != 0 {
 				t.Fatalf("restore with a missing block: %v, wrote %d bytes; want ErrCorruptBlock naming %s first", err, st.WrittenBytes, missing)
 			}

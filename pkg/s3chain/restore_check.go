@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // statWorkers is how many block objects checkObjects asks about at once
@@ -21,7 +23,7 @@ const statWorkers = 4
 // RestoreOptions.VerifyBase, every block the base provides) and keeps it
 // only when its bytes hash to the block's digest, so whatever a resumed
 // restore skips is provably the backup's bytes, even when the checkpoint
-// was written for another target. Other blocks are fetched again. It
+// was written for another destination. Other blocks are fetched again. It
 // costs one local read of the skipped data (no download). It returns the
 // number of blocks that did not match.
 func (j *restoreJob) verifyDone(ctx context.Context) (int, error) {
@@ -44,8 +46,8 @@ func (j *restoreJob) verifyDone(ctx context.Context) (int, error) {
 			buf := bufs.Get().(*[]byte)
 			defer bufs.Put(buf)
 			data := (*buf)[:j.blockLen(i)]
-			if _, err := j.target.ReadAt(data, i*j.tip.BlockSize); err != nil {
-				return fmt.Errorf("read back block %d of %s: %w", i, j.o.Target, err)
+			if _, err := j.dest.ReadAt(data, i*j.tip.BlockSize); err != nil {
+				return fmt.Errorf("read back block %d of %s: %w", i, j.o.Destination, err)
 			}
 			if blockDigest(j.cfg.keys.names, data) != j.blocks[i] {
 				mu.Lock()
@@ -71,7 +73,7 @@ func (j *restoreJob) verifyDone(ctx context.Context) (int, error) {
 // whose object is missing. It lists the chain's block prefix when that
 // takes fewer round trips than a HEAD per object (listBlocks), and asks
 // with a Stat (HEAD) about what the listing did not cover. Other store
-// errors (ErrTransient ...) are returned as they are.
+// errors (store.ErrTransient ...) are returned as they are.
 func (j *restoreJob) checkObjects(ctx context.Context, todo []*fetch) error {
 	if len(todo) == 0 {
 		return nil
@@ -95,7 +97,7 @@ func (j *restoreJob) checkObjects(ctx context.Context, todo []*fetch) error {
 	}
 	f := slices.MinFunc(missing, func(a, b *fetch) int { return cmp.Compare(a.indices[0], b.indices[0]) })
 	return fmt.Errorf("%w: block %d (object %s) is missing (%d of %d objects missing): %w",
-		ErrCorruptBlock, f.indices[0], blockKey(j.cfg.Chain, f.d.String()), len(missing), len(todo), ErrObjectNotFound)
+		ErrCorruptBlock, f.indices[0], blockKey(j.cfg.Chain, f.d.String()), len(missing), len(todo), store.ErrObjectNotFound)
 }
 
 // listPage is the number of keys one S3 ListObjectsV2 page returns
@@ -119,7 +121,7 @@ var errListBudget = errors.New("listing budget spent")
 func (j *restoreJob) listBlocks(ctx context.Context, budget int) (map[digest]bool, bool) {
 	seen := map[digest]bool{}
 	n := 0
-	err := j.r.store.List(ctx, blockDir(j.cfg.Chain), func(oi ObjectInfo) error {
+	err := j.r.store.List(ctx, blockDir(j.cfg.Chain), func(oi store.ObjectInfo) error {
 		if n++; n > budget {
 			return errListBudget
 		}
@@ -142,7 +144,7 @@ func (j *restoreJob) statObjects(ctx context.Context, todo []*fetch) ([]*fetch, 
 		g.Go(func() error {
 			key := blockKey(j.cfg.Chain, f.d.String())
 			_, err := j.r.store.Stat(gctx, key)
-			if errors.Is(err, ErrObjectNotFound) {
+			if errors.Is(err, store.ErrObjectNotFound) {
 				mu.Lock()
 				missing = append(missing, f)
 				mu.Unlock()

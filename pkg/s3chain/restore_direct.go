@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Restored blocks are written with O_DIRECT when the target allows it. A
+// Restored blocks are written with O_DIRECT when the destination allows it. A
 // restore writes every byte once and reads none back, so the page cache
 // only costs it: measured on the bench machine (XFS on a loop device), 1
 // GiB in 4 MiB writes plus fsync took 2.6-4.9 s and 1.3-1.5 s of system
@@ -19,7 +19,7 @@ import (
 // block size; directAlign (4096) covers every disk and filesystem in use.
 const directAlign = 4096
 
-// openDirect opens a second descriptor of the target with O_DIRECT for
+// openDirect opens a second descriptor of the destination with O_DIRECT for
 // block writes, through /proc/self/fd so that it is the very file already
 // opened and checked (no race with the path). It returns nil when the
 // filesystem refuses O_DIRECT; the restore then writes through f.
@@ -46,7 +46,7 @@ func isAligned(p []byte) bool {
 	return len(p) == 0 || uintptr(unsafe.Pointer(&p[0]))%directAlign == 0
 }
 
-// writeBlock writes data at off of the target: with O_DIRECT when the
+// writeBlock writes data at off of the destination: with O_DIRECT when the
 // offset and length are aligned (through buf, an aligned buffer of a block,
 // unless data is aligned already, as a zstd block decoded into buf is),
 // else, and when the filesystem turns O_DIRECT down (EINVAL), buffered.
@@ -62,6 +62,6 @@ func (j *restoreJob) writeBlock(data []byte, off int64, buf []byte) error {
 			return err
 		}
 	}
-	_, err := j.target.WriteAt(data, off)
+	_, err := j.dest.WriteAt(data, off)
 	return err
 }

@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// targetIdentity says which file or disk the open restore target f of size
-// bytes is, so that a checkpoint applies to that target only. A path or a
-// device number alone is not enough: a file removed and made again, or
-// another image attached at the same /dev/loopN, has the same ones.
+// destinationIdentity says which file or disk the open restore destination f
+// of size bytes is, so that a checkpoint applies to that destination only. A
+// path or a device number alone is not enough: a file removed and made again,
+// or another image attached at the same /dev/loopN, has the same ones.
 //
 //   - regular file: device and inode numbers and birth time (statx(2)
 //     STATX_BTIME, nanoseconds, where the filesystem records it), and size;
@@ -23,8 +23,9 @@ import (
 //
 // A medium sysfs does not identify (a RAM disk, some virtual disks) reads
 // "medium=unknown": the restore's read-back check of every skipped block
-// (restoreJob.verifyDone) then decides alone, as it does for every target.
-func targetIdentity(f *os.File, size int64) (string, error) {
+// (restoreJob.verifyDone) then decides alone, as it does for every
+// destination.
+func destinationIdentity(f *os.File, size int64) (string, error) {
 	var st unix.Statx_t
 	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
 		return "", fmt.Errorf("statx %s: %w", f.Name(), err)
@@ -84,7 +85,7 @@ func readAttr(path string) string {
 	return strings.TrimSpace(string(data))
 }
 
-// identityOf returns the identity of the existing restore target path
+// identityOf returns the identity of the existing restore destination path
 // without claiming it (a read-only open), or "" when it cannot be opened.
 func identityOf(path string) string {
 	f, err := os.Open(path)
@@ -96,6 +97,6 @@ func identityOf(path string) string {
 	if err != nil {
 		return ""
 	}
-	id, _ := targetIdentity(f, size)
+	id, _ := destinationIdentity(f, size)
 	return id
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // restoreJob is the state of one running restore.
@@ -18,11 +20,11 @@ type restoreJob struct {
 	cfg    *chainConfig
 	tip    *Manifest
 	blocks []digest // the resolved volume image
-	base   []digest // the image the target starts with (RestoreOptions.Base), or nil
-	// baseBad marks blocks of base that VerifyBase found different on the target.
+	base   []digest // the image the destination starts with (RestoreOptions.Base), or nil
+	// baseBad marks blocks of base that VerifyBase found different on the destination.
 	baseBad map[int]bool
-	target  *os.File
-	direct  *os.File // the target opened with O_DIRECT (openDirect), or nil
+	dest    *os.File // the restore destination
+	direct  *os.File // dest opened with O_DIRECT (openDirect), or nil
 	isDev   bool
 	cp      *checkpointer
 
@@ -84,7 +86,7 @@ func (j *restoreJob) zeroRanges(ctx context.Context) error {
 			return err
 		}
 		off, end := i*j.tip.BlockSize, (k-1)*j.tip.BlockSize+j.blockLen(k-1)
-		w, err := zeroRange(j.target, j.isDev, off, end)
+		w, err := zeroRange(j.dest, j.isDev, off, end)
 		if err != nil {
 			return err
 		}
@@ -159,8 +161,8 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
 	first := f.indices[0]
 	key := blockKey(j.cfg.Chain, f.d.String())
-	obj, err := getMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
-	if errors.Is(err, ErrObjectNotFound) || errors.Is(err, ErrObjectTooLarge) {
+	obj, err := store.GetMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
+	if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
 		return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, first, key, err)
 	}
 	if err != nil {
@@ -174,7 +176,7 @@ func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte)
 	}
 	for _, i := range f.indices {
 		if err := j.writeBlock(data[:j.blockLen(i)], i*j.tip.BlockSize, buf); err != nil {
-			return fmt.Errorf("write block %d to %s: %w", i, j.o.Target, err)
+			return fmt.Errorf("write block %d to %s: %w", i, j.o.Destination, err)
 		}
 		j.written.Add(j.blockLen(i))
 		j.done.Add(j.blockLen(i))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -21,11 +22,11 @@ import (
 func BenchmarkRestoreS3(b *testing.B) {
 	srv := testutil.StartS3(b)
 	ctx := context.Background()
-	store, err := s3chain.OpenStore(ctx, srv.URL("bench"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	st, err := store.Open(ctx, srv.URL("bench"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := newRepo(b, store, nil)
+	r := newRepo(b, st, nil)
 	dir := b.TempDir()
 	const size = 512 << 20
 	vol := newTestVolume(b, dir, size, s3chain.DefaultBlockSize, 9)
@@ -50,13 +51,13 @@ func BenchmarkRestoreS3(b *testing.B) {
 	b.ResetTimer()
 	var total time.Duration
 	for b.Loop() {
-		target := filepath.Join(dir, "t")
+		dest := filepath.Join(dir, "t")
 		start := time.Now()
-		if _, _, err := r.Restore(ctx, s3chain.RestoreOptions{Chain: "bench/vol", BackupID: m.ID, Target: target}); err != nil {
+		if _, _, err := r.Restore(ctx, s3chain.RestoreOptions{Chain: "bench/vol", BackupID: m.ID, Destination: dest}); err != nil {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
-		os.Remove(target)
+		os.Remove(dest)
 	}
 	b.ReportMetric(float64(b.N)*float64(m.AllocatedBytes)/(1<<20)/total.Seconds(), "MB/s")
 }
@@ -70,7 +71,7 @@ func BenchmarkRestoreS3(b *testing.B) {
 func BenchmarkBackupFixedCost(b *testing.B) {
 	srv := testutil.StartS3(b)
 	ctx := context.Background()
-	s3, err := s3chain.OpenStore(ctx, srv.URL("bench"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	s3, err := store.Open(ctx, srv.URL("bench"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		b.Fatal(err)
 	}

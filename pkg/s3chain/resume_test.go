@@ -22,8 +22,8 @@ func resumeCheck(t *testing.T, c *testChain, interrupt func(o *s3chain.RestoreOp
 	const workers = 2
 	ctx := context.Background()
 	keys := c.blockIndices(t, "latest")
-	target := filepath.Join(c.dir, "resumed")
-	o := s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Target: target, Workers: workers,
+	dest := filepath.Join(c.dir, "resumed")
+	o := s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Destination: dest, Workers: workers,
 		Checkpoint: filepath.Join(c.dir, "restore.checkpoint")}
 	first := o
 	firstCtx := interrupt(&first)
@@ -44,7 +44,7 @@ func resumeCheck(t *testing.T, c *testChain, interrupt func(o *s3chain.RestoreOp
 	if err != nil {
 		t.Fatalf("resumed restore: %v", err)
 	}
-	if got := fileSHA(t, target, c.sizes[len(c.sizes)-1]); got != c.shas[len(c.shas)-1] {
+	if got := fileSHA(t, dest, c.sizes[len(c.sizes)-1]); got != c.shas[len(c.shas)-1] {
 		t.Fatalf("resumed restore: sha256 %s, want %s", got, c.shas[len(c.shas)-1])
 	}
 	twice := 0
@@ -94,12 +94,12 @@ func TestRestoreResumeAfterStoreFault(t *testing.T) {
 	})
 }
 
-// interrupted restores latest of c onto target with checkpoint and
+// interrupted restores latest of c onto destination with checkpoint and
 // cancels it half-way; it returns the options to run it again and the
 // blocks the first attempt fetched.
-func interrupted(t *testing.T, c *testChain, target, checkpoint string) (s3chain.RestoreOptions, int) {
+func interrupted(t *testing.T, c *testChain, dest, checkpoint string) (s3chain.RestoreOptions, int) {
 	t.Helper()
-	o := s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Target: target, Workers: 2, Checkpoint: checkpoint}
+	o := s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Destination: dest, Workers: 2, Checkpoint: checkpoint}
 	first := o
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -115,7 +115,7 @@ func interrupted(t *testing.T, c *testChain, target, checkpoint string) (s3chain
 	return o, st.FetchedBlocks
 }
 
-// resumeOnto runs o again after change altered its target and checks the
+// resumeOnto runs o again after change altered its destination and checks the
 // bytes; it returns the stats of the second run.
 func resumeOnto(t *testing.T, c *testChain, o s3chain.RestoreOptions, change func()) s3chain.RestoreStats {
 	t.Helper()
@@ -124,35 +124,35 @@ func resumeOnto(t *testing.T, c *testChain, o s3chain.RestoreOptions, change fun
 	if err != nil {
 		t.Fatalf("resumed restore: %v", err)
 	}
-	if got, want := fileSHA(t, o.Target, c.sizes[len(c.sizes)-1]), c.shas[len(c.shas)-1]; got != want {
+	if got, want := fileSHA(t, o.Destination, c.sizes[len(c.sizes)-1]), c.shas[len(c.shas)-1]; got != want {
 		t.Fatalf("resumed restore: sha256 %s, want %s (skipped %d blocks)", got, want, st.SkippedBlocks)
 	}
 	return st
 }
 
-// TestResumeOntoRecreatedFile: the target file was removed after the
+// TestResumeOntoRecreatedFile: the destination file was removed after the
 // interruption; the rerun creates it and skips nothing (issue 13 case 1:
 // it used to skip the checkpoint's blocks and leave zeros).
 func TestResumeOntoRecreatedFile(t *testing.T) {
 	c := newTestChain(t, 2, nil)
 	o, _ := interrupted(t, c, filepath.Join(c.dir, "out.img"), filepath.Join(c.dir, "out.img.checkpoint"))
-	st := resumeOnto(t, c, o, func() { mustRemove(t, o.Target) })
+	st := resumeOnto(t, c, o, func() { mustRemove(t, o.Destination) })
 	if st.SkippedBlocks != 0 {
 		t.Errorf("restore onto a recreated file skipped %d blocks", st.SkippedBlocks)
 	}
 }
 
 // TestResumeOntoReplacedFile: another file of the same size was moved to
-// the target's path (another inode): the checkpoint does not apply.
+// the destination's path (another inode): the checkpoint does not apply.
 func TestResumeOntoReplacedFile(t *testing.T) {
 	c := newTestChain(t, 2, nil)
 	o, _ := interrupted(t, c, filepath.Join(c.dir, "out.img"), filepath.Join(c.dir, "out.img.checkpoint"))
 	st := resumeOnto(t, c, o, func() {
-		other := o.Target + ".other"
+		other := o.Destination + ".other"
 		if err := os.WriteFile(other, make([]byte, c.sizes[len(c.sizes)-1]), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Rename(other, o.Target); err != nil {
+		if err := os.Rename(other, o.Destination); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -170,12 +170,12 @@ func TestResumeRereadsSkippedBlocks(t *testing.T) {
 	o, fetched := interrupted(t, c, filepath.Join(c.dir, "out.img"), filepath.Join(c.dir, "out.img.checkpoint"))
 	st := resumeOnto(t, c, o, func() {})
 	if st.SkippedBlocks == 0 || st.SkippedBlocks < fetched-2 {
-		t.Fatalf("untouched target: resume skipped %d blocks, the first run fetched %d", st.SkippedBlocks, fetched)
+		t.Fatalf("untouched destination: resume skipped %d blocks, the first run fetched %d", st.SkippedBlocks, fetched)
 	}
 
 	o, _ = interrupted(t, c, filepath.Join(c.dir, "out2.img"), filepath.Join(c.dir, "out2.img.checkpoint"))
 	st = resumeOnto(t, c, o, func() {
-		f, err := os.OpenFile(o.Target, os.O_RDWR, 0)
+		f, err := os.OpenFile(o.Destination, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestResumeRereadsSkippedBlocks(t *testing.T) {
 		}
 	})
 	if st.SkippedBlocks != 0 {
-		t.Errorf("target overwritten in place: resume skipped %d blocks", st.SkippedBlocks)
+		t.Errorf("destination overwritten in place: resume skipped %d blocks", st.SkippedBlocks)
 	}
 }
 
@@ -214,8 +214,8 @@ func TestRestoreChecksObjectsFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	target := filepath.Join(c.dir, "out.img")
-	_, st, err := c.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Target: target})
+	dest := filepath.Join(c.dir, "out.img")
+	_, st, err := c.repo.Restore(context.Background(), s3chain.RestoreOptions{Chain: c.name, BackupID: "latest", Destination: dest})
 	want := fmt.Sprintf("block %d (object %s) is missing", lo.first, lo.key)
 	if !errors.Is(err, s3chain.ErrCorruptBlock) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("restore with missing blocks: %v; want ErrCorruptBlock and %q", err, want)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // DeleteBackup removes one backup; every other backup of the chain still
@@ -27,7 +29,7 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 		return err
 	}
 	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
-		if _, err := r.store.Stat(ctx, manifestKey(chain, backupID)); errors.Is(err, ErrObjectNotFound) {
+		if _, err := r.store.Stat(ctx, manifestKey(chain, backupID)); errors.Is(err, store.ErrObjectNotFound) {
 			return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, chain, backupID)
 		} else if err != nil {
 			return fmt.Errorf("delete backup %q in chain %q: %w", backupID, chain, err)

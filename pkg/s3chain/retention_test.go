@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 func TestDeleteBackupKeepsOthersRestorable(t *testing.T) {
@@ -50,7 +51,7 @@ func TestDeleteBackupKeepsOthersRestorable(t *testing.T) {
 // blockKeys lists the chain's block objects.
 func blockKeys(t *testing.T, c *testChain) []string {
 	var keys []string
-	err := c.store.List(context.Background(), s3chain.BlockPrefix(c.name), func(oi s3chain.ObjectInfo) error {
+	err := c.store.List(context.Background(), s3chain.BlockPrefix(c.name), func(oi store.ObjectInfo) error {
 		keys = append(keys, oi.Key)
 		return nil
 	})

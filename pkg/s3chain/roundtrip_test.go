@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // TestRoundTripReflink backs up a volume on a real reflink XFS (full, then
@@ -24,11 +25,11 @@ func TestRoundTripReflink(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(mnt, "repo"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fileStore, err := s3chain.OpenStore(ctx, "file://"+filepath.Join(mnt, "repo"), s3chain.Credentials{})
+	fileStore, err := store.Open(ctx, "file://"+filepath.Join(mnt, "repo"), store.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3Store, err := s3chain.OpenStore(ctx, srv.URL("backups"), s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	s3Store, err := store.Open(ctx, srv.URL("backups"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +105,14 @@ func checkFull(t *testing.T, m *s3chain.Manifest, st s3chain.BackupStats) {
 // checkSparseRestore restores into a fresh file and checks that zero blocks
 // stayed holes: the file allocates no more than the backup's data.
 func checkSparseRestore(t *testing.T, r *s3chain.Repo, dir string) {
-	target := filepath.Join(dir, "sparse")
-	defer os.Remove(target)
-	m, st, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "ns/vol-a", BackupID: "latest", Target: target})
+	dest := filepath.Join(dir, "sparse")
+	defer os.Remove(dest)
+	m, st, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "ns/vol-a", BackupID: "latest", Destination: dest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sb unix.Stat_t
-	if err := unix.Stat(target, &sb); err != nil {
+	if err := unix.Stat(dest, &sb); err != nil {
 		t.Fatal(err)
 	}
 	if alloc := sb.Blocks * 512; alloc > m.AllocatedBytes+(1<<20) || st.WrittenBytes != m.AllocatedBytes {
@@ -126,7 +127,7 @@ func checkRestoreOverGarbage(t *testing.T, r *s3chain.Repo, dir string, size int
 	f, _ := os.OpenFile(g.path, os.O_RDWR, 0)
 	g.writeAt(f, 0, size, false)
 	f.Close()
-	if _, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "ns/vol-a", BackupID: "latest", Target: g.path}); err != nil {
+	if _, _, err := r.Restore(context.Background(), s3chain.RestoreOptions{Chain: "ns/vol-a", BackupID: "latest", Destination: g.path}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileSHA(t, g.path, size); got != want {

@@ -48,7 +48,7 @@ func isHole(f *os.File, off, end int64) bool {
 	return errors.Is(err, unix.ENXIO) || err == nil && data >= end
 }
 
-// zeroRange makes [off, end) of the target read as zeros: a hole punched
+// zeroRange makes [off, end) of the destination read as zeros: a hole punched
 // with fallocate(PUNCH_HOLE|KEEP_SIZE) in a regular file, BLKZEROOUT on a
 // block device, and written zeros when neither is supported. A range that
 // is already a hole is left alone, so a fresh sparse file stays sparse.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // Verify checks that backup backupID ("latest" allowed) of chain can be
@@ -45,7 +47,7 @@ func (r *Repo) Verify(ctx context.Context, chain, backupID string, deep bool) er
 			} else {
 				_, err = r.store.Stat(ctx, key)
 			}
-			if errors.Is(err, ErrObjectNotFound) || errors.Is(err, ErrObjectTooLarge) {
+			if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
 				return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, i, key, err)
 			}
 			if err != nil {

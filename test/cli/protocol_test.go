@@ -17,6 +17,7 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // TestChainProtocolS3 runs random schedules of concurrent backups, deletes,
@@ -35,7 +36,7 @@ func TestChainProtocolS3(t *testing.T) {
 	env := []string{"CHAINVOL_TARGETS=s3=" + url, "CHAINVOL_ACCESS_KEY_ID=" + srv.AccessKey,
 		"CHAINVOL_SECRET_ACCESS_KEY=" + srv.SecretKey, "CHAINVOL_LEASE_TTL=" + ttl.String()}
 	open := func() *s3chain.Repo {
-		store, err := s3chain.OpenStore(context.Background(), url, s3chain.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+		store, err := store.Open(context.Background(), url, store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +192,7 @@ func (s *s3Schedule) check(repo *s3chain.Repo) {
 			continue
 		}
 		target := filepath.Join(s.dir, "check-"+id)
-		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: s.chain, BackupID: id, Target: target}); err != nil {
+		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: s.chain, BackupID: id, Destination: target}); err != nil {
 			s.t.Errorf("chain %s: ready backup %s does not restore: %v", s.chain, id, err)
 			continue
 		}
@@ -214,7 +215,7 @@ func (s *s3Schedule) check(repo *s3chain.Repo) {
 		s.t.Errorf("gc after the schedule: %+v, %v", st, err)
 	}
 	for _, prefix := range []string{"blocks/", "pending/", "manifests/"} {
-		_ = repo.Store().List(ctx, prefix, func(oi s3chain.ObjectInfo) error {
+		_ = repo.Store().List(ctx, prefix, func(oi store.ObjectInfo) error {
 			s.t.Errorf("left behind: %s", oi.Key)
 			return nil
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/chainvol/chainvol/internal/csitest"
 	"github.com/chainvol/chainvol/pkg/driver"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // TestRestoreFromLocalBase: a node holding the local snapshot of a backup
@@ -55,7 +56,7 @@ func TestRestoreFromLocalBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := filepath.Join(t.TempDir(), "img")
-	if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: chain, BackupID: b2, Target: img}); err != nil {
+	if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: chain, BackupID: b2, Destination: img}); err != nil {
 		t.Fatal(err)
 	}
 	writeDevice(t, img, 3, []int64{130 * mib}, int(mib))
@@ -98,7 +99,7 @@ func deleteShared(t *testing.T, s3 s3Target, url string, repo *s3chain.Repo, cha
 			needed[b.Digest] = true
 		}
 	}
-	store, err := s3chain.OpenStore(ctx, url, s3chain.Credentials{AccessKeyID: s3.srv.AccessKey, SecretAccessKey: s3.srv.SecretKey})
+	store, err := store.Open(ctx, url, store.Credentials{AccessKeyID: s3.srv.AccessKey, SecretAccessKey: s3.srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

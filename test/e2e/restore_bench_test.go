@@ -19,6 +19,7 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/driver"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -66,7 +67,7 @@ func fileTargetWith(tb testing.TB, dir string, counts ...int) (string, map[int]s
 		ids[n] = "backup:" + offsite + ":" + chain + "@" + m.ID
 	}
 	root := filepath.Join(dir, "target")
-	err = mem.List(context.Background(), "", func(oi s3chain.ObjectInfo) error {
+	err = mem.List(context.Background(), "", func(oi store.ObjectInfo) error {
 		data, err := mem.Get(context.Background(), oi.Key)
 		if err == nil {
 			p := filepath.Join(root, filepath.FromSlash(oi.Key))

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/chainvol/chainvol/internal/testutil"
-	"github.com/chainvol/chainvol/pkg/driver"
+	"github.com/chainvol/chainvol/pkg/topology"
 )
 
 // TestRoundTrip: a volume with files is backed up in full to S3, about 1%
@@ -102,8 +102,8 @@ func checkRestoredVolume(t *testing.T, nodeID string, v *csi.Volume, snapID, fsT
 		t.Errorf("restored volume_context restoredFrom %q, want %q", got, want)
 	}
 	top := v.GetAccessibleTopology()
-	if len(top) != 1 || top[0].GetSegments()[driver.TopologyKey] != nodeID || len(top[0].GetSegments()) != 1 {
-		t.Errorf("accessible_topology %v, want only %s=%s", top, driver.TopologyKey, nodeID)
+	if len(top) != 1 || top[0].GetSegments()[topology.Key] != nodeID || len(top[0].GetSegments()) != 1 {
+		t.Errorf("accessible_topology %v, want only %s=%s", top, topology.Key, nodeID)
 	}
 	if got := v.GetContentSource().GetSnapshot().GetSnapshotId(); got != snapID {
 		t.Errorf("content_source snapshot %q, want %q", got, snapID)

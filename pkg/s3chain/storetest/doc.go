@@ -1,4 +1,4 @@
-// Package storetest holds test helpers for s3chain.Store implementations:
+// Package storetest holds test helpers for store.Store implementations:
 // RunSuite, the one conformance suite every Store must pass (with
 // NoAtomicCreate for a store without conditional writes, which must pass
 // the ErrNotAtomic fallback case instead); NewMem, an in-memory Store for

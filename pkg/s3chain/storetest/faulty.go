@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // ErrInjected is the default error of a Fault.
@@ -42,8 +42,8 @@ type Fault struct {
 	// 0 means without end.
 	Times int
 	// Err is returned instead of the operation's result; nil means
-	// ErrInjected. Wrap s3chain.ErrTransient to simulate throttling or a
-	// 503, s3chain.ErrObjectNotFound to simulate a lost object.
+	// ErrInjected. Wrap store.ErrTransient to simulate throttling or a
+	// 503, store.ErrObjectNotFound to simulate a lost object.
 	Err error
 	// After runs the operation on the inner store first and then fails,
 	// as when a Put reached S3 but its answer was lost.
@@ -67,18 +67,18 @@ type Fault struct {
 // counts the calls of every operation and the Gets (and GetMaxes) of
 // every key. Safe for concurrent use.
 type Faulty struct {
-	inner  s3chain.Store
+	inner  store.Store
 	mu     sync.Mutex
 	faults []*Fault
 	ops    map[Op]int
 	gets   map[string]int
-	noCond bool // PutIfAbsent answers s3chain.ErrNotAtomic
+	noCond bool // PutIfAbsent answers store.ErrNotAtomic
 }
 
-var _ s3chain.Store = (*Faulty)(nil)
+var _ store.Store = (*Faulty)(nil)
 
 // NewFaulty wraps inner with no faults yet.
-func NewFaulty(inner s3chain.Store) *Faulty {
+func NewFaulty(inner store.Store) *Faulty {
 	return &Faulty{inner: inner, ops: map[Op]int{}, gets: map[string]int{}}
 }
 
@@ -115,7 +115,7 @@ func (f *Faulty) Delay(op Op, match func(key string) bool, d time.Duration) *Fau
 }
 
 // WithoutConditionalWrites makes the store behave like an S3 server that
-// ignores If-None-Match: every PutIfAbsent answers s3chain.ErrNotAtomic
+// ignores If-None-Match: every PutIfAbsent answers store.ErrNotAtomic
 // and writes nothing (faults on OpPutIfAbsent still fire first). It
 // survives Clear.
 func (f *Faulty) WithoutConditionalWrites() *Faulty {
@@ -235,7 +235,7 @@ func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // PutIfAbsent stores through inner unless a fault fires, or answers
-// s3chain.ErrNotAtomic after WithoutConditionalWrites.
+// store.ErrNotAtomic after WithoutConditionalWrites.
 func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	return f.call(ctx, OpPutIfAbsent, key, func() error {
 		f.mu.Lock()
@@ -245,7 +245,7 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 			if err := check(ctx, key); err != nil {
 				return err
 			}
-			return fmt.Errorf("faulty put-if-absent %q: %w: conditional writes turned off", key, s3chain.ErrNotAtomic)
+			return fmt.Errorf("faulty put-if-absent %q: %w: conditional writes turned off", key, store.ErrNotAtomic)
 		}
 		return f.inner.PutIfAbsent(ctx, key, data)
 	})
@@ -283,11 +283,11 @@ func (f *Faulty) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte
 }
 
 // Stat reads through inner unless a fault fires.
-func (f *Faulty) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, error) {
-	var info s3chain.ObjectInfo
+func (f *Faulty) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
+	var info store.ObjectInfo
 	err := f.call(ctx, OpStat, key, func() (err error) { info, err = f.inner.Stat(ctx, key); return err })
 	if err != nil {
-		return s3chain.ObjectInfo{}, err
+		return store.ObjectInfo{}, err
 	}
 	return info, nil
 }
@@ -298,7 +298,7 @@ func (f *Faulty) Delete(ctx context.Context, key string) error {
 }
 
 // List lists through inner unless a fault fires (matched on prefix).
-func (f *Faulty) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
+func (f *Faulty) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	return f.call(ctx, OpList, prefix, func() error { return f.inner.List(ctx, prefix, fn) })
 }
 

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
 // With no faults, Faulty is the store it wraps.
 func TestFaultySuite(t *testing.T) {
-	storetest.RunSuite(t, func(*testing.T) s3chain.Store { return storetest.NewFaulty(storetest.NewMem()) })
+	storetest.RunSuite(t, func(*testing.T) store.Store { return storetest.NewFaulty(storetest.NewMem()) })
 }
 
 func TestFaultyFailNth(t *testing.T) {
@@ -27,7 +27,7 @@ func TestFaultyFailNth(t *testing.T) {
 	if errs[0] != nil || !errors.Is(errs[1], storetest.ErrInjected) || errs[2] != nil {
 		t.Fatalf("Put errors = %v, want [nil ErrInjected nil]", errs)
 	}
-	if _, err := f.Get(ctx, "b"); !errors.Is(err, s3chain.ErrObjectNotFound) {
+	if _, err := f.Get(ctx, "b"); !errors.Is(err, store.ErrObjectNotFound) {
 		t.Fatalf("failed Put stored b anyway: %v", err)
 	}
 	if f.Calls(storetest.OpPut) != 3 || f.Calls(storetest.OpAny) != 4 {
@@ -40,10 +40,10 @@ func TestFaultyFailKeysTimesAfter(t *testing.T) {
 	mem := storetest.NewMem()
 	f := storetest.NewFaulty(mem)
 	f.Add(storetest.Fault{Op: storetest.OpGet, Key: func(k string) bool { return strings.HasPrefix(k, "blk/") },
-		Times: 2, Err: s3chain.ErrTransient})
+		Times: 2, Err: store.ErrTransient})
 	f.Add(storetest.Fault{Op: storetest.OpPut, Key: func(k string) bool { return k == "lost-ack" }, After: true})
 	_ = mem.Put(ctx, "blk/1", []byte("one"))
-	for i, want := range []error{s3chain.ErrTransient, s3chain.ErrTransient, nil} {
+	for i, want := range []error{store.ErrTransient, store.ErrTransient, nil} {
 		if _, err := f.Get(ctx, "blk/1"); !errors.Is(err, want) && !(want == nil && err == nil) {
 			t.Fatalf("Get #%d = %v, want %v", i+1, err, want)
 		}
@@ -84,7 +84,7 @@ func TestFaultyCorruptGets(t *testing.T) {
 
 // Without conditional writes, Faulty passes the suite's fallback contract.
 func TestFaultySuiteWithoutConditionalWrites(t *testing.T) {
-	storetest.RunSuite(t, func(*testing.T) s3chain.Store {
+	storetest.RunSuite(t, func(*testing.T) store.Store {
 		return storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites()
 	}, storetest.NoAtomicCreate())
 }
@@ -126,12 +126,12 @@ func TestFaultyNewOps(t *testing.T) {
 	ctx := context.Background()
 	mem := storetest.NewMem()
 	f := storetest.NewFaulty(mem).
-		FailKeys(storetest.OpGet, func(k string) bool { return k == "bad" }, s3chain.ErrTransient).
+		FailKeys(storetest.OpGet, func(k string) bool { return k == "bad" }, store.ErrTransient).
 		Add(storetest.Fault{Op: storetest.OpPutIfAbsent, Nth: 1, After: true})
 	if err := f.Put(ctx, "bad", []byte("b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.GetMax(ctx, "bad", 10); !errors.Is(err, s3chain.ErrTransient) || f.Gets("bad") != 1 {
+	if _, err := f.GetMax(ctx, "bad", 10); !errors.Is(err, store.ErrTransient) || f.Gets("bad") != 1 {
 		t.Fatalf("GetMax(bad) = %v with %d Gets counted; want ErrTransient, 1", err, f.Gets("bad"))
 	}
 	if err := f.PutIfAbsent(ctx, "lock", []byte("l")); !errors.Is(err, storetest.ErrInjected) {
@@ -140,7 +140,7 @@ func TestFaultyNewOps(t *testing.T) {
 	if got, err := mem.Get(ctx, "lock"); err != nil || string(got) != "l" {
 		t.Fatalf("the After fault's write = %q, %v; want it stored", got, err)
 	}
-	if err := f.PutIfAbsent(ctx, "lock", []byte("l")); !errors.Is(err, s3chain.ErrObjectExists) {
+	if err := f.PutIfAbsent(ctx, "lock", []byte("l")); !errors.Is(err, store.ErrObjectExists) {
 		t.Fatalf("second PutIfAbsent = %v, want ErrObjectExists", err)
 	}
 	if f.Calls(storetest.OpPutIfAbsent) != 2 || f.Calls(storetest.OpPut) != 1 {

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
-// Mem is an in-memory s3chain.Store for quick unit tests. It follows the
+// Mem is an in-memory store.Store for quick unit tests. It follows the
 // same rules as the real stores (key validation, ErrObjectNotFound, lexical
 // List order, ctx checks) and copies bytes in and out, so a caller that
 // mutates a buffer after Put, or the slice returned by Get, cannot change
@@ -27,12 +27,12 @@ type memObject struct {
 	modTime time.Time
 }
 
-var _ s3chain.Store = (*Mem)(nil)
+var _ store.Store = (*Mem)(nil)
 
 // NewMem returns an empty in-memory store.
 func NewMem() *Mem { return &Mem{objs: map[string]memObject{}} }
 
-// Put stores a copy of data under key. Errors: s3chain.ErrInvalidKey, ctx.Err().
+// Put stores a copy of data under key. Errors: store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
 	if err := check(ctx, key); err != nil {
 		return err
@@ -49,8 +49,8 @@ func (m *Mem) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // GetMax returns a copy of the object if it is at most maxBytes long.
-// Errors: s3chain.ErrObjectNotFound, s3chain.ErrObjectTooLarge,
-// s3chain.ErrInvalidKey, ctx.Err().
+// Errors: store.ErrObjectNotFound, store.ErrObjectTooLarge,
+// store.ErrInvalidKey, ctx.Err().
 func (m *Mem) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
 	if err := check(ctx, key); err != nil {
 		return nil, err
@@ -59,17 +59,17 @@ func (m *Mem) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, e
 	defer m.mu.Unlock()
 	o, ok := m.objs[key]
 	if !ok {
-		return nil, fmt.Errorf("mem get %q: %w", key, s3chain.ErrObjectNotFound)
+		return nil, fmt.Errorf("mem get %q: %w", key, store.ErrObjectNotFound)
 	}
 	if size := int64(len(o.data)); size > max(maxBytes, 0) {
-		return nil, fmt.Errorf("mem get %q: %w: %d bytes, bound %d bytes", key, s3chain.ErrObjectTooLarge, size, max(maxBytes, 0))
+		return nil, fmt.Errorf("mem get %q: %w: %d bytes, bound %d bytes", key, store.ErrObjectTooLarge, size, max(maxBytes, 0))
 	}
 	// Never nil, even for an empty object, like the real stores.
 	return append([]byte{}, o.data...), nil
 }
 
 // PutIfAbsent stores a copy of data under key unless the key exists.
-// Errors: s3chain.ErrObjectExists, s3chain.ErrInvalidKey, ctx.Err().
+// Errors: store.ErrObjectExists, store.ErrInvalidKey, ctx.Err().
 func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if err := check(ctx, key); err != nil {
 		return err
@@ -77,29 +77,29 @@ func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objs[key]; ok {
-		return fmt.Errorf("mem put-if-absent %q: %w", key, s3chain.ErrObjectExists)
+		return fmt.Errorf("mem put-if-absent %q: %w", key, store.ErrObjectExists)
 	}
 	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
 	return nil
 }
 
 // Stat returns the object's size in bytes and time of its last Put.
-// Errors: s3chain.ErrObjectNotFound, s3chain.ErrInvalidKey, ctx.Err().
-func (m *Mem) Stat(ctx context.Context, key string) (s3chain.ObjectInfo, error) {
+// Errors: store.ErrObjectNotFound, store.ErrInvalidKey, ctx.Err().
+func (m *Mem) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
 	if err := check(ctx, key); err != nil {
-		return s3chain.ObjectInfo{}, err
+		return store.ObjectInfo{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objs[key]
 	if !ok {
-		return s3chain.ObjectInfo{}, fmt.Errorf("mem stat %q: %w", key, s3chain.ErrObjectNotFound)
+		return store.ObjectInfo{}, fmt.Errorf("mem stat %q: %w", key, store.ErrObjectNotFound)
 	}
-	return s3chain.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+	return store.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
 }
 
 // Delete removes key; a missing key is not an error.
-// Errors: s3chain.ErrInvalidKey, ctx.Err().
+// Errors: store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Delete(ctx context.Context, key string) error {
 	if err := check(ctx, key); err != nil {
 		return err
@@ -113,23 +113,23 @@ func (m *Mem) Delete(ctx context.Context, key string) error {
 // List calls fn, in lexical key order, for a snapshot of the objects whose
 // key starts with prefix, taken before the first call so fn may Put or
 // Delete. An error from fn stops the listing and is returned unwrapped.
-// Errors: s3chain.ErrInvalidKey (bad prefix), ctx.Err().
-func (m *Mem) List(ctx context.Context, prefix string, fn func(s3chain.ObjectInfo) error) error {
+// Errors: store.ErrInvalidKey (bad prefix), ctx.Err().
+func (m *Mem) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s3chain.ValidatePrefix(prefix); err != nil {
+	if err := store.ValidatePrefix(prefix); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	var infos []s3chain.ObjectInfo
+	var infos []store.ObjectInfo
 	for k, o := range m.objs {
 		if strings.HasPrefix(k, prefix) {
-			infos = append(infos, s3chain.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+			infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(infos, func(a, b s3chain.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(infos, func(a, b store.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	for _, info := range infos {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -155,5 +155,5 @@ func check(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s3chain.ValidateKey(key)
+	return store.ValidateKey(key)
 }

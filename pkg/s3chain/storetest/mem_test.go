@@ -3,10 +3,10 @@ package storetest_test
 import (
 	"testing"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
 func TestMemSuite(t *testing.T) {
-	storetest.RunSuite(t, func(*testing.T) s3chain.Store { return storetest.NewMem() })
+	storetest.RunSuite(t, func(*testing.T) store.Store { return storetest.NewMem() })
 }

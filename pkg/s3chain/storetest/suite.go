@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
-// RunSuite runs the conformance suite for s3chain.Store against the stores
+// RunSuite runs the conformance suite for store.Store against the stores
 // made by newStore, which must return a fresh, empty store for every call
 // (each subtest gets its own). It checks the rules written on the Store
 // interface: whole-object put/get/overwrite, Stat sizes, ErrObjectNotFound
@@ -26,7 +26,7 @@ import (
 // winner of a race). A store that cannot create atomically is run with
 // NoAtomicCreate, which replaces the PutIfAbsent cases by the fallback
 // contract: ErrNotAtomic every time, nothing written.
-func RunSuite(t *testing.T, newStore func(t *testing.T) s3chain.Store, opts ...SuiteOption) {
+func RunSuite(t *testing.T, newStore func(t *testing.T) store.Store, opts ...SuiteOption) {
 	var cfg suiteConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -60,7 +60,7 @@ func RunSuite(t *testing.T, newStore func(t *testing.T) s3chain.Store, opts ...S
 
 type suiteCase struct {
 	name string
-	fn   func(*testing.T, s3chain.Store)
+	fn   func(*testing.T, store.Store)
 }
 
 // SuiteOption adjusts RunSuite to a kind of store.
@@ -72,7 +72,7 @@ type suiteConfig struct {
 
 // NoAtomicCreate declares that the stores under test have no atomic
 // create (an S3 server that ignores If-None-Match): RunSuite then checks
-// that PutIfAbsent answers s3chain.ErrNotAtomic consistently and writes
+// that PutIfAbsent answers store.ErrNotAtomic consistently and writes
 // nothing, instead of its create-once cases.
 func NoAtomicCreate() SuiteOption {
 	return func(c *suiteConfig) { c.noAtomicCreate = true }
@@ -88,14 +88,14 @@ func randBytes(seed uint64, n int) []byte {
 	return b
 }
 
-func mustPut(t *testing.T, s s3chain.Store, key string, data []byte) {
+func mustPut(t *testing.T, s store.Store, key string, data []byte) {
 	t.Helper()
 	if err := s.Put(context.Background(), key, data); err != nil {
 		t.Fatalf("Put(%q, %d bytes): %v", key, len(data), err)
 	}
 }
 
-func mustGetEqual(t *testing.T, s s3chain.Store, key string, want []byte) {
+func mustGetEqual(t *testing.T, s store.Store, key string, want []byte) {
 	t.Helper()
 	got, err := s.Get(context.Background(), key)
 	if err != nil {
@@ -107,11 +107,11 @@ func mustGetEqual(t *testing.T, s s3chain.Store, key string, want []byte) {
 	}
 }
 
-func listKeys(t *testing.T, s s3chain.Store, prefix string) ([]string, map[string]int64) {
+func listKeys(t *testing.T, s store.Store, prefix string) ([]string, map[string]int64) {
 	t.Helper()
 	var keys []string
 	sizes := map[string]int64{}
-	err := s.List(context.Background(), prefix, func(info s3chain.ObjectInfo) error {
+	err := s.List(context.Background(), prefix, func(info store.ObjectInfo) error {
 		keys = append(keys, info.Key)
 		sizes[info.Key] = info.Size
 		return nil
@@ -122,7 +122,7 @@ func listKeys(t *testing.T, s s3chain.Store, prefix string) ([]string, map[strin
 	return keys, sizes
 }
 
-func testPutGet(t *testing.T, s s3chain.Store) {
+func testPutGet(t *testing.T, s store.Store) {
 	big := randBytes(1, 3<<20+17) // odd size, above minio-go's small-upload paths
 	mustPut(t, s, "chains/v1/big.blk", big)
 	mustGetEqual(t, s, "chains/v1/big.blk", big)
@@ -142,7 +142,7 @@ func testPutGet(t *testing.T, s s3chain.Store) {
 	mustGetEqual(t, s, "alias", []byte("0123456789"))
 }
 
-func testOverwrite(t *testing.T, s s3chain.Store) {
+func testOverwrite(t *testing.T, s store.Store) {
 	mustPut(t, s, "m/manifest", randBytes(2, 5000))
 	v2 := randBytes(3, 1234) // shorter: no tail of v1 may survive
 	mustPut(t, s, "m/manifest", v2)
@@ -153,7 +153,7 @@ func testOverwrite(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testStat(t *testing.T, s s3chain.Store) {
+func testStat(t *testing.T, s store.Store) {
 	before := time.Now().Add(-time.Hour) // S3 servers round to seconds; clocks drift
 	mustPut(t, s, "s/obj", randBytes(4, 4097))
 	info, err := s.Stat(context.Background(), "s/obj")
@@ -168,23 +168,23 @@ func testStat(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testMissing(t *testing.T, s s3chain.Store) {
+func testMissing(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustPut(t, s, "dir/child", []byte("x"))
 	for _, key := range []string{"nope", "dir/nope", "dir", "dir/child/grandchild", "nope/deeper"} {
-		if _, err := s.Get(ctx, key); !errors.Is(err, s3chain.ErrObjectNotFound) {
+		if _, err := s.Get(ctx, key); !errors.Is(err, store.ErrObjectNotFound) {
 			t.Errorf("Get(%q) error = %v, want ErrObjectNotFound", key, err)
 		}
-		if _, err := s.Stat(ctx, key); !errors.Is(err, s3chain.ErrObjectNotFound) {
+		if _, err := s.Stat(ctx, key); !errors.Is(err, store.ErrObjectNotFound) {
 			t.Errorf("Stat(%q) error = %v, want ErrObjectNotFound", key, err)
 		}
-		if _, err := s.GetMax(ctx, key, 1<<20); !errors.Is(err, s3chain.ErrObjectNotFound) {
+		if _, err := s.GetMax(ctx, key, 1<<20); !errors.Is(err, store.ErrObjectNotFound) {
 			t.Errorf("GetMax(%q) error = %v, want ErrObjectNotFound", key, err)
 		}
 	}
 }
 
-func testDelete(t *testing.T, s s3chain.Store) {
+func testDelete(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if err := s.Delete(ctx, "never/existed"); err != nil {
 		t.Fatalf("Delete of a missing key = %v, want nil", err)
@@ -194,7 +194,7 @@ func testDelete(t *testing.T, s s3chain.Store) {
 	if err := s.Delete(ctx, "d/a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "d/a"); !errors.Is(err, s3chain.ErrObjectNotFound) {
+	if _, err := s.Get(ctx, "d/a"); !errors.Is(err, store.ErrObjectNotFound) {
 		t.Fatalf("Get after Delete = %v, want ErrObjectNotFound", err)
 	}
 	if err := s.Delete(ctx, "d/a"); err != nil {
@@ -212,20 +212,20 @@ func testDelete(t *testing.T, s s3chain.Store) {
 	mustGetEqual(t, s, "d/c", []byte("c"))
 }
 
-func testInvalidKeys(t *testing.T, s s3chain.Store) {
+func testInvalidKeys(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, key := range []string{"", "/abs", "../up", "a/../b", "a//b", "a/", "./a", "sp ace", "per%cent", "uni\u00e9", "back\\slash"} {
-		if err := s.Put(ctx, key, []byte("x")); !errors.Is(err, s3chain.ErrInvalidKey) {
+		if err := s.Put(ctx, key, []byte("x")); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("Put(%q) = %v, want ErrInvalidKey", key, err)
 		}
-		if _, err := s.Get(ctx, key); !errors.Is(err, s3chain.ErrInvalidKey) {
+		if _, err := s.Get(ctx, key); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("Get(%q) = %v, want ErrInvalidKey", key, err)
 		}
-		if _, err := s.GetMax(ctx, key, 10); !errors.Is(err, s3chain.ErrInvalidKey) {
+		if _, err := s.GetMax(ctx, key, 10); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("GetMax(%q) = %v, want ErrInvalidKey", key, err)
 		}
 		// Before ErrNotAtomic too: a bad key is the caller's bug everywhere.
-		if err := s.PutIfAbsent(ctx, key, []byte("x")); !errors.Is(err, s3chain.ErrInvalidKey) {
+		if err := s.PutIfAbsent(ctx, key, []byte("x")); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("PutIfAbsent(%q) = %v, want ErrInvalidKey", key, err)
 		}
 	}
@@ -234,7 +234,7 @@ func testInvalidKeys(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testListOrder(t *testing.T, s s3chain.Store) {
+func testListOrder(t *testing.T, s store.Store) {
 	// '-' and '.' sort before '/', digits before upper before lower case:
 	// a store that walks directories by name gets these wrong.
 	// No key is also a prefix of another ("a" and "a/b"): file stores
@@ -267,13 +267,13 @@ func testListOrder(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testListCallbackStops(t *testing.T, s s3chain.Store) {
+func testListCallbackStops(t *testing.T, s store.Store) {
 	for i := range 5 {
 		mustPut(t, s, fmt.Sprintf("c/%d", i), []byte{byte(i)})
 	}
 	stop := errors.New("stop here")
 	var seen []string
-	err := s.List(context.Background(), "c/", func(info s3chain.ObjectInfo) error {
+	err := s.List(context.Background(), "c/", func(info store.ObjectInfo) error {
 		seen = append(seen, info.Key)
 		if len(seen) == 2 {
 			return stop
@@ -285,14 +285,14 @@ func testListCallbackStops(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testListWhileDeleting(t *testing.T, s s3chain.Store) {
+func testListWhileDeleting(t *testing.T, s store.Store) {
 	var want []string
 	for i := range 12 {
 		want = append(want, fmt.Sprintf("g/%02d/obj", i))
 		mustPut(t, s, want[i], []byte("x"))
 	}
 	var seen []string
-	err := s.List(context.Background(), "g/", func(info s3chain.ObjectInfo) error {
+	err := s.List(context.Background(), "g/", func(info store.ObjectInfo) error {
 		seen = append(seen, info.Key)
 		return s.Delete(context.Background(), info.Key)
 	})
@@ -304,7 +304,7 @@ func testListWhileDeleting(t *testing.T, s s3chain.Store) {
 	}
 }
 
-func testContextCancelled(t *testing.T, s s3chain.Store) {
+func testContextCancelled(t *testing.T, s store.Store) {
 	mustPut(t, s, "x/present", []byte("p"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -322,14 +322,14 @@ func testContextCancelled(t *testing.T, s s3chain.Store) {
 	_, err = s.Stat(ctx, "x/present")
 	check("Stat", err)
 	check("Delete", s.Delete(ctx, "x/present"))
-	check("List", s.List(ctx, "", func(s3chain.ObjectInfo) error { return nil }))
-	if _, err := s.Stat(context.Background(), "x/new"); !errors.Is(err, s3chain.ErrObjectNotFound) {
+	check("List", s.List(ctx, "", func(store.ObjectInfo) error { return nil }))
+	if _, err := s.Stat(context.Background(), "x/new"); !errors.Is(err, store.ErrObjectNotFound) {
 		t.Errorf("cancelled Put stored the object anyway (Stat = %v)", err)
 	}
 	mustGetEqual(t, s, "x/present", []byte("p"))
 }
 
-func testConcurrentPuts(t *testing.T, s s3chain.Store) {
+func testConcurrentPuts(t *testing.T, s store.Store) {
 	const writers, perWriter, size = 8, 4, 64 << 10
 	versions := make([][]byte, writers)
 	for w := range versions {

@@ -12,13 +12,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // testGetMax checks the bound at its edge: an object of size S is returned
 // under a bound of S (and more) and refused, naming key, size and bound,
 // under S-1.
-func testGetMax(t *testing.T, s s3chain.Store) {
+func testGetMax(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, size := range []int{1, 1000, 3<<20 + 17} {
 		key := fmt.Sprintf("gm/obj%d", size)
@@ -31,7 +31,7 @@ func testGetMax(t *testing.T, s s3chain.Store) {
 			}
 		}
 		_, err := s.GetMax(ctx, key, int64(size)-1)
-		if !errors.Is(err, s3chain.ErrObjectTooLarge) {
+		if !errors.Is(err, store.ErrObjectTooLarge) {
 			t.Fatalf("GetMax(%q, %d) of %d bytes = %v, want ErrObjectTooLarge", key, size-1, size, err)
 		}
 		for _, want := range []string{key, strconv.Itoa(size), strconv.Itoa(size - 1)} {
@@ -46,7 +46,7 @@ func testGetMax(t *testing.T, s s3chain.Store) {
 			t.Fatalf("GetMax(empty, %d) = %v (nil: %t), %v; want a non-nil empty slice", bound, got, got == nil, err)
 		}
 	}
-	if _, err := s.GetMax(ctx, "gm/obj1", -1); !errors.Is(err, s3chain.ErrObjectTooLarge) {
+	if _, err := s.GetMax(ctx, "gm/obj1", -1); !errors.Is(err, store.ErrObjectTooLarge) {
 		t.Fatalf("GetMax of 1 byte with bound -1 = %v, want ErrObjectTooLarge", err)
 	}
 	// The returned slice is the caller's.
@@ -58,23 +58,23 @@ func testGetMax(t *testing.T, s s3chain.Store) {
 // testPutIfAbsent: the first PutIfAbsent creates, a second fails with
 // ErrObjectExists and leaves the first bytes, and so does one after Put;
 // after Delete the key can be created again.
-func testPutIfAbsent(t *testing.T, s s3chain.Store) {
+func testPutIfAbsent(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	first, second := randBytes(300, 70000), randBytes(301, 5)
 	if err := s.PutIfAbsent(ctx, "pia/lock", first); err != nil {
 		t.Fatalf("PutIfAbsent of a new key = %v, want nil", err)
 	}
 	mustGetEqual(t, s, "pia/lock", first)
-	if err := s.PutIfAbsent(ctx, "pia/lock", second); !errors.Is(err, s3chain.ErrObjectExists) {
+	if err := s.PutIfAbsent(ctx, "pia/lock", second); !errors.Is(err, store.ErrObjectExists) {
 		t.Fatalf("second PutIfAbsent = %v, want ErrObjectExists", err)
 	}
 	mustGetEqual(t, s, "pia/lock", first)
-	if err := s.PutIfAbsent(ctx, "pia/lock", first); !errors.Is(err, s3chain.ErrObjectExists) {
+	if err := s.PutIfAbsent(ctx, "pia/lock", first); !errors.Is(err, store.ErrObjectExists) {
 		t.Fatalf("PutIfAbsent of the same bytes again = %v, want ErrObjectExists", err)
 	}
 
 	mustPut(t, s, "pia/put", []byte("by Put"))
-	if err := s.PutIfAbsent(ctx, "pia/put", second); !errors.Is(err, s3chain.ErrObjectExists) {
+	if err := s.PutIfAbsent(ctx, "pia/put", second); !errors.Is(err, store.ErrObjectExists) {
 		t.Fatalf("PutIfAbsent over a Put object = %v, want ErrObjectExists", err)
 	}
 	mustGetEqual(t, s, "pia/put", []byte("by Put"))
@@ -99,7 +99,7 @@ func testPutIfAbsent(t *testing.T, s s3chain.Store) {
 // testPutIfAbsentRace: racing writers of one key, each with its own bytes,
 // several rounds: exactly one wins each round, the others get
 // ErrObjectExists, and the key holds the winner's bytes.
-func testPutIfAbsentRace(t *testing.T, s s3chain.Store) {
+func testPutIfAbsentRace(t *testing.T, s store.Store) {
 	const writers, rounds, size = 8, 6, 32 << 10
 	ctx := context.Background()
 	for r := range rounds {
@@ -122,7 +122,7 @@ func testPutIfAbsentRace(t *testing.T, s s3chain.Store) {
 				t.Fatalf("round %d: writers %d and %d both won PutIfAbsent(%q)", r, winner, w, key)
 			case err == nil:
 				winner = w
-			case !errors.Is(err, s3chain.ErrObjectExists):
+			case !errors.Is(err, store.ErrObjectExists):
 				t.Fatalf("round %d: writer %d: PutIfAbsent = %v, want nil or ErrObjectExists", r, w, err)
 			}
 		}
@@ -137,12 +137,12 @@ func testPutIfAbsentRace(t *testing.T, s s3chain.Store) {
 // atomic create: PutIfAbsent answers ErrNotAtomic for new and existing
 // keys, alone and concurrently, every time, and writes nothing; the other
 // operations keep working.
-func testPutIfAbsentNotAtomic(t *testing.T, s s3chain.Store) {
+func testPutIfAbsentNotAtomic(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustPut(t, s, "na/existing", []byte("old"))
 	for i := range 3 {
 		for _, key := range []string{"na/new", "na/existing"} {
-			if err := s.PutIfAbsent(ctx, key, []byte("new")); !errors.Is(err, s3chain.ErrNotAtomic) {
+			if err := s.PutIfAbsent(ctx, key, []byte("new")); !errors.Is(err, store.ErrNotAtomic) {
 				t.Fatalf("PutIfAbsent(%q) #%d = %v, want ErrNotAtomic", key, i+1, err)
 			}
 		}
@@ -154,12 +154,12 @@ func testPutIfAbsentNotAtomic(t *testing.T, s s3chain.Store) {
 	}
 	wg.Wait()
 	for w, err := range errs {
-		if !errors.Is(err, s3chain.ErrNotAtomic) {
+		if !errors.Is(err, store.ErrNotAtomic) {
 			t.Fatalf("concurrent PutIfAbsent #%d = %v, want ErrNotAtomic", w, err)
 		}
 	}
 	for _, key := range []string{"na/new", "na/race"} {
-		if _, err := s.Stat(ctx, key); !errors.Is(err, s3chain.ErrObjectNotFound) {
+		if _, err := s.Stat(ctx, key); !errors.Is(err, store.ErrObjectNotFound) {
 			t.Fatalf("PutIfAbsent answered ErrNotAtomic but wrote %q (Stat = %v)", key, err)
 		}
 	}

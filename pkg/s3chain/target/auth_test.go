@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainvol/chainvol/internal/testutil"
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // TestOpenS3AuthAsOperatorsRunIt opens, through the target set as the
@@ -43,7 +43,7 @@ func TestOpenS3AuthAsOperatorsRunIt(t *testing.T) {
 		t.Fatalf("target with keys only in AWS_* variables: %v", err)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-	if _, err := envSet.Open(ctx, "aws", nil); !errors.Is(err, s3chain.ErrAccessDenied) {
+	if _, err := envSet.Open(ctx, "aws", nil); !errors.Is(err, store.ErrAccessDenied) {
 		t.Fatalf("wrong AWS_SECRET_ACCESS_KEY: %v, want ErrAccessDenied", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/internal/testutil"
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // secretVolume is a directory laid out as kubelet lays out a Secret
@@ -120,7 +120,7 @@ func TestCredentialsRotationS3(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.Open(ctx, "s3", nil); !errors.Is(err, s3chain.ErrAccessDenied) {
+	if _, err := s.Open(ctx, "s3", nil); !errors.Is(err, store.ErrAccessDenied) {
 		t.Fatalf("Open with a wrong secret key: %v, want ErrAccessDenied", err)
 	}
 	v.update(credsFor(srv.AccessKey, srv.SecretKey))
@@ -149,7 +149,7 @@ func TestCredentialsRotationS3(t *testing.T) {
 	if _, err := s.Open(ctx, "s3", nil); err != nil {
 		t.Fatalf("Open when only a re-read shows the right key: %v", err)
 	}
-	if _, err := s.Open(ctx, "s3", map[string]string{KeyAccessKeyID: srv.AccessKey, KeySecretAccessKey: wrong}); !errors.Is(err, s3chain.ErrAccessDenied) {
+	if _, err := s.Open(ctx, "s3", map[string]string{KeyAccessKeyID: srv.AccessKey, KeySecretAccessKey: wrong}); !errors.Is(err, store.ErrAccessDenied) {
 		t.Fatalf("Open with a request's wrong key: %v, want ErrAccessDenied", err)
 	}
 }

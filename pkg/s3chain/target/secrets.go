@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // Secret keys, as in a Kubernetes Secret referenced by a StorageClass or
@@ -80,11 +80,11 @@ func (s Secrets) merge(o Secrets) Secrets {
 
 // Credentials returns the S3 credentials. Errors wrap ErrBadSecret when an
 // access key id comes without its secret key.
-func (s Secrets) Credentials() (s3chain.Credentials, error) {
+func (s Secrets) Credentials() (store.Credentials, error) {
 	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
-		return s3chain.Credentials{}, fmt.Errorf("%w: %s and %s must be given together", ErrBadSecret, KeyAccessKeyID, KeySecretAccessKey)
+		return store.Credentials{}, fmt.Errorf("%w: %s and %s must be given together", ErrBadSecret, KeyAccessKeyID, KeySecretAccessKey)
 	}
-	return s3chain.Credentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken}, nil
+	return store.Credentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken}, nil
 }
 
 // Key decodes the encryption key: nil when none is set, else 32 bytes from

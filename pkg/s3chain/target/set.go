@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // ErrUnknownTarget: a reference or parameter names a target that is not configured.
@@ -22,7 +23,7 @@ const DefaultName = "default"
 // so that it can lead a reference.
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?$`)
 
-// Target is one named backup target URL (see s3chain.OpenStore for URLs).
+// Target is one named backup target URL (see store.Open for URLs).
 type Target struct {
 	Name, URL string
 }
@@ -101,7 +102,7 @@ func (s *Set) Lookup(name string) (Target, error) {
 // file's access key, the file is read once more and, if it changed, the
 // open retried, before the refusal stands. Errors: ErrUnknownTarget,
 // ErrBadSecret, those of reading the credentials file, and those of
-// s3chain.OpenStore and s3chain.NewRepo.
+// store.Open and s3chain.NewRepo.
 func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]string) (*s3chain.Repo, error) {
 	t, err := s.Lookup(name)
 	if err != nil {
@@ -113,7 +114,7 @@ func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]strin
 		return nil, err
 	}
 	repo, err := s.open(ctx, t, file.merge(req))
-	if errors.Is(err, s3chain.ErrAccessDenied) && s.watched != nil && req.AccessKeyID == "" {
+	if errors.Is(err, store.ErrAccessDenied) && s.watched != nil && req.AccessKeyID == "" {
 		if again, rerr := s.fileSecrets(true); rerr == nil && again != file {
 			repo, err = s.open(ctx, t, again.merge(req))
 		}
@@ -140,11 +141,11 @@ func (s *Set) open(ctx context.Context, t Target, sec Secrets) (*s3chain.Repo, e
 	if err != nil {
 		return nil, err
 	}
-	store, err := s3chain.OpenStore(ctx, t.URL, creds)
+	st, err := store.Open(ctx, t.URL, creds)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	return s3chain.NewRepo(store, s3chain.RepoOptions{EncryptionKey: key, LeaseTTL: leaseTTL()})
+	return s3chain.NewRepo(st, s3chain.RepoOptions{EncryptionKey: key, LeaseTTL: leaseTTL()})
 }
 
 // LeaseTTLEnv names the environment variable that sets the chain lock

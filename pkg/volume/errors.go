@@ -1,0 +1,43 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+// Sentinel errors of this package, returned wrapped (test with errors.Is).
+// The CSI shell (pkg/driver) maps each to a gRPC code in one function per
+// RPC family; this package knows no gRPC.
+var (
+	// ErrNotReady: the volume exists but a restore is still filling it.
+	// It wraps backend.ErrNotFound: to every caller that does not ask for
+	// it, a volume being restored does not exist yet (CSI: NotFound; the
+	// node answers Unavailable, retry later).
+	ErrNotReady = fmt.Errorf("%w: the volume is still being restored", backend.ErrNotFound)
+	// ErrBusy: another operation holds the volume, snapshot or name
+	// (CSI spec "Concurrency": Aborted, the CO retries).
+	ErrBusy = errors.New("an operation on it is already in progress; retry later")
+)
+
+// Permanent reports whether err is one a retry cannot fix: a bad
+// reference, target, secret, chain name, key or option, a refused access,
+// an invalid pool request. A target that could not be reached (Unreachable)
+// never is. (pkg/driver answers these InvalidArgument or PermissionDenied.)
+func Permanent(err error) bool {
+	if Unreachable(err) {
+		return false
+	}
+	for _, p := range []error{target.ErrBadRef, target.ErrUnknownTarget, target.ErrBadSecret,
+		s3chain.ErrInvalidChain, store.ErrBadTarget, s3chain.ErrWrongKey, s3chain.ErrInvalidOptions,
+		store.ErrAccessDenied, backend.ErrInvalid} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,192 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+)
+
+// Manager owns the lifecycle state of one node's volumes that is not on
+// the lvols themselves: the background jobs (restores, uploads) and their
+// final errors, the per-volume and per-chain locks, the restore
+// checkpoints and image records in the state directory, and the index
+// from backup snapshot id to local snapshot. It runs the lifecycles on
+// them: restore admission (Admit, space.go), the restore of a backup into
+// a reserved lvol (Restore, restore.go) and the upload of a snapshot
+// (Upload, upload.go). It is safe for concurrent use. Create it with
+// NewManager.
+type Manager struct {
+	pool  backend.Pool
+	cfg   Config
+	jobs  *jobSet
+	locks *lockSet
+	// failures holds the final error of a background restore that no call
+	// has reported yet, by volume name; it is reported once, then forgotten.
+	failures sync.Map
+	// chainLocks serialise uploads into one chain (a parent must be the
+	// chain's latest backup), by "TARGET:CHAIN".
+	chainLocks sync.Map
+	refs       refIndex
+	// admit serialises restore admission with the creation of its lvol
+	// (Admit), so two restores never both count the same free space.
+	admit sync.Mutex
+}
+
+// Config is what a Manager needs to know of its node.
+type Config struct {
+	// StateDir holds the restores' checkpoints and seed records
+	// (restores/) and the backups' image records (images/).
+	StateDir string
+	// Node names this node in messages.
+	Node string
+	// PoolReserveBytes is the free space restores leave in the pool, in
+	// bytes; 0 means min(5% of the pool's filesystem, 1 GiB).
+	PoolReserveBytes int64
+}
+
+// NewManager returns the manager of the lvols of pool.
+func NewManager(pool backend.Pool, cfg Config) *Manager {
+	return &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool}}
+}
+
+// TryLock takes all keys (volume ids, snapshot ids, prefixed request
+// names) or none, without blocking; it returns false if any is held. The
+// CSI shell answers a refused lock with Aborted (CSI spec "Concurrency").
+func (m *Manager) TryLock(keys ...string) bool { return m.locks.tryLock(keys...) }
+
+// Unlock releases keys taken by TryLock.
+func (m *Manager) Unlock(keys ...string) { m.locks.unlock(keys...) }
+
+// LockChain takes the lock of chain of target tgt, blocking until it is
+// free, and returns its release. It keeps this node's uploads of one chain
+// in order, so that each can use the previous as its base; the chain
+// protocol (FORMAT.md §7) guards against other writers.
+func (m *Manager) LockChain(tgt, chain string) (unlock func()) {
+	mu, _ := m.chainLocks.LoadOrStore(tgt+":"+chain, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// StartJob runs fn in the background under key unless a job with that key
+// exists, and returns the job that runs. Its context is detached from the
+// caller's: it ends when fn returns or StopJob or StopAll cancels it.
+func (m *Manager) StartJob(key, what string, fn func(context.Context, *Job) error) *Job {
+	return m.jobs.start(key, what, fn)
+}
+
+// StartGatedJob is StartJob for a job that runs fn only once Job.Open is
+// called (Wait opens it when it blocks); the caller must see that Open is
+// called on every path, or the job never runs.
+func (m *Manager) StartGatedJob(key, what string, fn func(context.Context, *Job) error) *Job {
+	return m.jobs.startGated(key, what, fn)
+}
+
+// ForgetJob drops a finished job so that a later call starts afresh.
+func (m *Manager) ForgetJob(key string) { m.jobs.forget(key) }
+
+// StopJob cancels the job of key, if any, waits for it to end and forgets it.
+func (m *Manager) StopJob(key string) { m.jobs.stop(key) }
+
+// StopAll cancels every job and waits for them, so that no restore or
+// upload outlives the driver (and its pool) that started it.
+func (m *Manager) StopAll() { m.jobs.stopAll() }
+
+// SetFailure keeps err as the final error of the restore of the volume
+// called name, for the next call of that name (TakeFailure).
+func (m *Manager) SetFailure(name string, err error) { m.failures.Store(name, err) }
+
+// TakeFailure returns and forgets the kept final error of the restore of
+// the volume called name; nil when there is none.
+func (m *Manager) TakeFailure(name string) error {
+	if v, ok := m.failures.LoadAndDelete(name); ok {
+		return v.(error)
+	}
+	return nil
+}
+
+// CheckpointPath is where the restore of volume id records finished blocks.
+func (m *Manager) CheckpointPath(id string) string {
+	return filepath.Join(m.cfg.StateDir, "restores", id+".checkpoint")
+}
+
+// RestoreBasePath is where restoring volume id records the image its data
+// file was seeded with; it exists only once the seed is durable.
+func (m *Manager) RestoreBasePath(id string) string {
+	return filepath.Join(m.cfg.StateDir, "restores", id+".base")
+}
+
+// ImageRecordPath is where the image of backup snapshot id is recorded
+// ("*" gives the glob of all records).
+func (m *Manager) ImageRecordPath(id string) string {
+	return filepath.Join(m.cfg.StateDir, "images", id+".json")
+}
+
+// DropRestoreState removes the checkpoint and seed record of volume id's
+// restore: it finished, failed or was cancelled.
+func (m *Manager) DropRestoreState(id string) {
+	_ = os.Remove(m.CheckpointPath(id))
+	_ = os.Remove(m.RestoreBasePath(id))
+}
+
+// CreateSnapshot creates a snapshot lvol recording rec (o.Labels is
+// ignored) and indexes its backup reference. Errors: those of Pool.Create.
+func (m *Manager) CreateSnapshot(ctx context.Context, o backend.CreateOptions, rec Record) (backend.LVol, error) {
+	o.Kind, o.Labels = backend.KindSnapshot, rec.Encode()
+	lv, err := m.pool.Create(ctx, o)
+	if err == nil {
+		m.refs.add(lv)
+	}
+	return lv, err
+}
+
+// SnapshotOfBackup returns the local snapshot carrying backup snapshot id
+// ref (Record.BackupRef), from the index. Errors: backend.ErrNotFound when
+// there is none, those of the pool.
+func (m *Manager) SnapshotOfBackup(ctx context.Context, ref string) (backend.LVol, error) {
+	return m.refs.get(ctx, ref)
+}
+
+// DeleteSnapshotsOfBackup stops the upload job (keyed by snapshot id) of
+// every local snapshot carrying backup snapshot id ref and deletes them.
+// Errors: the first pool error; the others are still tried.
+func (m *Manager) DeleteSnapshotsOfBackup(ctx context.Context, ref string) error {
+	var first error
+	for {
+		lv, err := m.refs.get(ctx, ref)
+		if errors.Is(err, backend.ErrNotFound) {
+			return first
+		} else if err != nil {
+			return err
+		}
+		m.jobs.stop(lv.ID)
+		if err := m.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) && first == nil {
+			first = err
+		}
+		m.refs.drop(ref, lv.ID)
+	}
+}
+
+// Lookup returns lvol id if it is of kind k, in any phase. Errors:
+// backend.ErrNotFound (also for an lvol of the other kind), those of the pool.
+func (m *Manager) Lookup(ctx context.Context, k backend.Kind, id string) (backend.LVol, error) {
+	lv, err := m.pool.Get(ctx, id)
+	if err == nil && lv.Kind != k {
+		err = fmt.Errorf("%s is a %s: %w", id, lv.Kind, backend.ErrNotFound)
+	}
+	return lv, err
+}
+
+// Ready returns lvol id if it is of kind k and ready (no restore fills
+// it). Errors: ErrNotReady (wraps backend.ErrNotFound), those of Lookup.
+func (m *Manager) Ready(ctx context.Context, k backend.Kind, id string) (backend.LVol, error) {
+	lv, err := m.Lookup(ctx, k, id)
+	if err == nil && !Of(lv).Ready() {
+		err = ErrNotReady
+	}
+	return lv, err
+}

@@ -1,0 +1,231 @@
+package volume
+
+import (
+	"strconv"
+	"time"
+)
+
+// Record is what the driver keeps on one lvol (backend.LVol.Labels): the
+// facts later calls and the node must know about a volume or snapshot, and
+// the state of its restore or backup upload. Encode and Decode are the only
+// code that reads or writes those labels; the label keys and value formats
+// below are on disk in existing pools and must not change.
+//
+// The zero Record is a ready volume without any recorded facts.
+type Record struct {
+	// AccessType is AccessBlock or AccessMount, from the creating capability
+	// ("" on lvols of drivers that did not record it).
+	AccessType string
+	// FSType is the filesystem type on the volume: requested at creation,
+	// or found in a restored backup. Empty for block volumes.
+	FSType string
+	// RestoredFrom is the origin of a volume restored from a backup
+	// ("TARGET:CHAIN@ID"), inherited by its clones and snapshots. Such a
+	// volume is never formatted by the node.
+	RestoredFrom string
+	// Phase is PhaseReady, or PhaseRestoring while a restore fills the lvol.
+	Phase Phase
+	// RestoreRef is the concrete backup a restoring volume is filled from
+	// ("TARGET:CHAIN@ID", a selector resolved), so that a retry after a
+	// driver restart resumes the same restore.
+	RestoreRef string
+	// RestoreAllocBytes is what the restore allocates in the pool in all
+	// (the manifest's AllocatedBytes), in bytes; 0 when not restoring or
+	// restored before admission existed.
+	RestoreAllocBytes int64
+	// ParamsDigest identifies the creation request's parameters, so that
+	// the same name with other parameters is told apart.
+	ParamsDigest string
+	// PVCName, PVCNamespace and PVName come from the external-provisioner's
+	// --extra-create-metadata parameters.
+	PVCName, PVCNamespace, PVName string
+
+	// Hidden marks a snapshot the driver keeps for itself (a backup's
+	// local snapshot); ListSnapshots does not show it.
+	Hidden bool
+	// BackupRef is the snapshot id of the backup behind a snapshot
+	// ("backup:TARGET:CHAIN@ID", backupid.go); "" for a plain snapshot.
+	BackupRef string
+	// Upload is the state of that backup's upload.
+	Upload UploadState
+	// UploadError is the cause of a failed upload; UploadCode the gRPC
+	// code name the driver mapped it to (kept as text: this package knows
+	// no gRPC).
+	UploadError, UploadCode string
+	// UploadDoneAt is when the upload finished (UTC, nanoseconds): the last
+	// one done of a chain is its latest backup and next base. Zero until
+	// then, and on snapshots of older drivers.
+	UploadDoneAt time.Time
+	// Unreported is true until a CreateSnapshot answered ready for the
+	// backup; until then the snapshot is kept as the record of its name's
+	// id (false on snapshots of older drivers: reported).
+	Unreported bool
+	// BlockSize is the block size the VolumeSnapshotClass asked for the
+	// backup, in bytes; 0 for the chain's.
+	BlockSize int64
+
+	// GroupID is the group snapshot id of a group member (also the
+	// manifests' groupId), GroupName the CO's name of the group, and
+	// GroupMember the member's name in the manifest: its chain.
+	GroupID, GroupName, GroupMember string
+}
+
+// Access types of Record.AccessType.
+const (
+	AccessBlock = "block"
+	AccessMount = "mount"
+)
+
+// Phase is where a volume lvol is in its life.
+type Phase string
+
+const (
+	// PhaseReady: the volume can be used (no state label).
+	PhaseReady Phase = ""
+	// PhaseRestoring: a restore is filling the lvol; it is not a volume yet.
+	PhaseRestoring Phase = "restoring"
+)
+
+// UploadState is the state of a backup snapshot's upload.
+type UploadState string
+
+const (
+	// UploadNone: the snapshot is no backup's.
+	UploadNone UploadState = ""
+	// Uploading: the upload runs, or restarts on the next call.
+	Uploading UploadState = "uploading"
+	// Uploaded: the backup is durable in its target.
+	Uploaded UploadState = "done"
+	// UploadFailed: the last upload failed (UploadError); it is retried.
+	UploadFailed UploadState = "failed"
+)
+
+// Ready reports whether the lvol is a usable volume or snapshot: no
+// restore fills it (any state label other than none counts as busy, as
+// older drivers wrote it).
+func (r Record) Ready() bool { return r.Phase == PhaseReady }
+
+// IsBackup reports whether the snapshot is a backup's local snapshot.
+func (r Record) IsBackup() bool { return r.BackupRef != "" }
+
+// Label keys, on disk in existing pools.
+const (
+	labelFSType           = "fsType"
+	labelAccessType       = "accessType"
+	labelRestoredFrom     = "restoredFrom"
+	labelState            = "state"
+	labelRestoreRef       = "restoreRef"
+	labelRestoreAlloc     = "restoreAllocatedBytes"
+	labelParams           = "params"
+	labelPVCName          = "pvcName"
+	labelPVCNamespace     = "pvcNamespace"
+	labelPVName           = "pvName"
+	labelHidden           = "hidden"
+	labelBackupRef        = "backupRef"
+	labelBackupState      = "backupState"
+	labelBackupError      = "backupError"
+	labelBackupCode       = "backupCode"
+	labelBackupDoneAt     = "backupDoneAt"
+	labelBackupUnreported = "backupUnreported"
+	labelBackupBlockSize  = "backupBlockSize"
+	labelGroupID          = "groupId"
+	labelGroupName        = "groupName"
+	labelGroupMember      = "groupMember"
+)
+
+// doneAtFormat is labelBackupDoneAt's format: fixed width, so that its
+// values sort as strings in time order.
+const doneAtFormat = "20060102T150405.000000000Z"
+
+// labelTrue is the value of the boolean labels.
+const labelTrue = "true"
+
+// fields lists each string-valued field with its label key, for Encode
+// and Decode alike.
+func (r *Record) fields() []struct {
+	key string
+	val *string
+} {
+	return []struct {
+		key string
+		val *string
+	}{
+		{labelFSType, &r.FSType}, {labelAccessType, &r.AccessType}, {labelRestoredFrom, &r.RestoredFrom},
+		{labelRestoreRef, &r.RestoreRef}, {labelParams, &r.ParamsDigest},
+		{labelPVCName, &r.PVCName}, {labelPVCNamespace, &r.PVCNamespace}, {labelPVName, &r.PVName},
+		{labelBackupRef, &r.BackupRef}, {labelBackupError, &r.UploadError}, {labelBackupCode, &r.UploadCode},
+		{labelGroupID, &r.GroupID}, {labelGroupName, &r.GroupName}, {labelGroupMember, &r.GroupMember},
+	}
+}
+
+// Encode returns r as lvol labels. Empty values are left out (the pool
+// drops them too: an absent label and an empty one mean the same).
+func (r Record) Encode() map[string]string {
+	l := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			l[k] = v
+		}
+	}
+	for _, f := range r.fields() {
+		set(f.key, *f.val)
+	}
+	set(labelState, string(r.Phase))
+	set(labelBackupState, string(r.Upload))
+	if r.RestoreAllocBytes > 0 {
+		set(labelRestoreAlloc, strconv.FormatInt(r.RestoreAllocBytes, 10))
+	}
+	if r.BlockSize > 0 {
+		set(labelBackupBlockSize, strconv.FormatInt(r.BlockSize, 10))
+	}
+	if !r.UploadDoneAt.IsZero() {
+		set(labelBackupDoneAt, r.UploadDoneAt.UTC().Format(doneAtFormat))
+	}
+	if r.Hidden {
+		set(labelHidden, labelTrue)
+	}
+	if r.Unreported {
+		set(labelBackupUnreported, labelTrue)
+	}
+	return l
+}
+
+// Decode reads the record from lvol labels, of this driver or an older
+// one. Unknown keys are ignored; a malformed number or time reads as zero
+// (what the driver did before: such a label never stopped a call), and
+// any non-empty boolean label is true.
+func Decode(labels map[string]string) Record {
+	var r Record
+	for _, f := range r.fields() {
+		*f.val = labels[f.key]
+	}
+	r.Phase = Phase(labels[labelState])
+	r.Upload = UploadState(labels[labelBackupState])
+	r.RestoreAllocBytes, _ = strconv.ParseInt(labels[labelRestoreAlloc], 10, 64)
+	r.BlockSize, _ = strconv.ParseInt(labels[labelBackupBlockSize], 10, 64)
+	if t, err := time.Parse(doneAtFormat, labels[labelBackupDoneAt]); err == nil {
+		r.UploadDoneAt = t
+	}
+	r.Hidden = labels[labelHidden] != ""
+	r.Unreported = labels[labelBackupUnreported] != ""
+	return r
+}
+
+// Patch returns the label changes that turn a record old into r, in the
+// form backend.Pool.SetLabels takes: changed keys with their new value,
+// removed keys with "" (which deletes them).
+func (r Record) Patch(old Record) map[string]string {
+	from, to := old.Encode(), r.Encode()
+	p := map[string]string{}
+	for k, v := range to {
+		if from[k] != v {
+			p[k] = v
+		}
+	}
+	for k := range from {
+		if _, ok := to[k]; !ok {
+			p[k] = ""
+		}
+	}
+	return p
+}

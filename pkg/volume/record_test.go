@@ -1,0 +1,110 @@
+package volume
+
+import (
+	"maps"
+	"testing"
+	"time"
+)
+
+// oldLabels are label sets as drivers before pkg/volume wrote them (the
+// literal keys and values of pkg/driver/labels.go at c671707), with the
+// record each must decode to.
+var oldLabels = []struct {
+	name   string
+	labels map[string]string
+	want   Record
+}{
+	{"empty volume", map[string]string{"accessType": "mount", "params": "0123456789abcdef", "fsType": "xfs",
+		"pvcName": "data", "pvcNamespace": "shop", "pvName": "pvc-1"},
+		Record{AccessType: AccessMount, ParamsDigest: "0123456789abcdef", FSType: "xfs", PVCName: "data", PVCNamespace: "shop", PVName: "pvc-1"}},
+	{"restoring volume", map[string]string{"accessType": "block", "params": "fedcba9876543210", "state": "restoring",
+		"restoreRef": "offsite:shop/data@20261129T101500Z", "restoredFrom": "offsite:shop/data@20261129T101500Z",
+		"restoreAllocatedBytes": "1073741824"},
+		Record{AccessType: AccessBlock, ParamsDigest: "fedcba9876543210", Phase: PhaseRestoring,
+			RestoreRef: "offsite:shop/data@20261129T101500Z", RestoredFrom: "offsite:shop/data@20261129T101500Z", RestoreAllocBytes: 1 << 30}},
+	{"restored volume", map[string]string{"accessType": "mount", "fsType": "ext4", "restoreRef": "default:c@b1", "restoredFrom": "default:c@b1"},
+		Record{AccessType: AccessMount, FSType: "ext4", RestoreRef: "default:c@b1", RestoredFrom: "default:c@b1"}},
+	{"backup uploading", map[string]string{"fsType": "ext4", "accessType": "mount", "hidden": "true",
+		"backupRef": "backup:offsite:shop/data@20261129T101500Z", "backupState": "uploading", "backupUnreported": "true",
+		"backupBlockSize": "1048576"},
+		Record{FSType: "ext4", AccessType: AccessMount, Hidden: true, BackupRef: "backup:offsite:shop/data@20261129T101500Z",
+			Upload: Uploading, Unreported: true, BlockSize: 1 << 20}},
+	{"backup done", map[string]string{"hidden": "true", "backupRef": "backup:default:c@b2", "backupState": "done",
+		"backupDoneAt": "20261130T000002.000000123Z"},
+		Record{Hidden: true, BackupRef: "backup:default:c@b2", Upload: Uploaded,
+			UploadDoneAt: time.Date(2026, 11, 30, 0, 0, 2, 123, time.UTC)}},
+	{"backup failed", map[string]string{"hidden": "true", "backupRef": "backup:default:c@b3", "backupState": "failed",
+		"backupError": "put block: connection refused", "backupCode": "Unavailable", "backupUnreported": "true"},
+		Record{Hidden: true, BackupRef: "backup:default:c@b3", Upload: UploadFailed,
+			UploadError: "put block: connection refused", UploadCode: "Unavailable", Unreported: true}},
+	{"group member", map[string]string{"groupId": "g-20261129T101500Z-0a1b2c3d4e5f", "groupName": "snap-group-1", "groupMember": "shop/db",
+		"restoredFrom": "default:c@b1"},
+		Record{GroupID: "g-20261129T101500Z-0a1b2c3d4e5f", GroupName: "snap-group-1", GroupMember: "shop/db", RestoredFrom: "default:c@b1"}},
+	{"plain snapshot of an old driver", map[string]string{}, Record{}},
+}
+
+// TestDecodeOldLabels: labels written by the drivers before the codec
+// decode to the record they meant, and encode back to the same labels
+// byte for byte (existing pools keep working).
+func TestDecodeOldLabels(t *testing.T) {
+	for _, tc := range oldLabels {
+		got := Decode(tc.labels)
+		if !got.UploadDoneAt.Equal(tc.want.UploadDoneAt) {
+			t.Errorf("%s: done at %v, want %v", tc.name, got.UploadDoneAt, tc.want.UploadDoneAt)
+		}
+		got.UploadDoneAt, tc.want.UploadDoneAt = time.Time{}, time.Time{}
+		if got != tc.want {
+			t.Errorf("%s: decoded\n%+v, want\n%+v", tc.name, got, tc.want)
+		}
+		if enc := Decode(tc.labels).Encode(); !maps.Equal(enc, tc.labels) {
+			t.Errorf("%s: re-encoded to %v, want %v", tc.name, enc, tc.labels)
+		}
+	}
+}
+
+// TestRecordRoundTrip: every field survives Encode and Decode.
+func TestRecordRoundTrip(t *testing.T) {
+	r := Record{AccessType: AccessBlock, FSType: "xfs", RestoredFrom: "a:b@c", Phase: PhaseRestoring, RestoreRef: "a:b@c",
+		RestoreAllocBytes: 4096, ParamsDigest: "d", PVCName: "n", PVCNamespace: "ns", PVName: "pv", Hidden: true,
+		BackupRef: "backup:a:b@c", Upload: UploadFailed, UploadError: "e", UploadCode: "Aborted",
+		UploadDoneAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Unreported: true, BlockSize: 65536,
+		GroupID: "g", GroupName: "gn", GroupMember: "m"}
+	if got := Decode(r.Encode()); got != r {
+		t.Errorf("round trip:\n%+v\nwant\n%+v", got, r)
+	}
+	if got := Decode(Record{}.Encode()); got != (Record{}) || len(Record{}.Encode()) != 0 {
+		t.Errorf("zero record encodes to %v", Record{}.Encode())
+	}
+	// A time of another zone is kept as the same instant in UTC.
+	local := Record{UploadDoneAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))}
+	if got := Decode(local.Encode()); !got.UploadDoneAt.Equal(local.UploadDoneAt) {
+		t.Errorf("done at %v, want %v", got.UploadDoneAt, local.UploadDoneAt)
+	}
+}
+
+// TestDoneAtSortsAsText: backupDoneAt values sort as strings in time
+// order (older drivers compared them so).
+func TestDoneAtSortsAsText(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 0, 0, 1, 0, time.UTC)
+	a := Record{UploadDoneAt: t0}.Encode()[labelBackupDoneAt]
+	b := Record{UploadDoneAt: t0.Add(time.Nanosecond)}.Encode()[labelBackupDoneAt]
+	c := Record{UploadDoneAt: t0.Add(time.Hour * 24 * 400)}.Encode()[labelBackupDoneAt]
+	if !(a < b && b < c) || len(a) != len(c) {
+		t.Errorf("%q %q %q do not sort in time order", a, b, c)
+	}
+}
+
+// TestPatch: a patch sets what changed and deletes (empty value) what
+// was cleared, nothing else.
+func TestPatch(t *testing.T) {
+	old := Record{Upload: UploadFailed, UploadError: "boom", UploadCode: "Unavailable", BackupRef: "backup:a:b@c", Hidden: true}
+	r := old
+	r.Upload, r.UploadError, r.UploadCode, r.UploadDoneAt = Uploaded, "", "", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := map[string]string{"backupState": "done", "backupError": "", "backupCode": "", "backupDoneAt": "20260101T000000.000000000Z"}
+	if got := r.Patch(old); !maps.Equal(got, want) {
+		t.Errorf("patch %v, want %v", got, want)
+	}
+	if got := old.Patch(old); len(got) != 0 {
+		t.Errorf("patch of an unchanged record: %v", got)
+	}
+}
