@@ -54,6 +54,6 @@ func (d *snapshotter) finishUpload(snap backend.LVol, ref target.Ref, err error)
 	}
 	if err == nil {
 		d.index.invalidate(ref.Target)
-		d.sweepBases(context.Background())
+		d.vols.SweepBases(context.Background())
 	}
 }

@@ -214,7 +214,7 @@ func (d *controller) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *c
 }
 
 // DeleteVolume removes a volume's lvol and its backup bases (CSI spec
-// "DeleteVolume"; sweepBases: bases of uploads still running or not yet
+// "DeleteVolume"; volume.Manager.SweepBases: bases of uploads still running or not yet
 // reported go when they are). Unknown or malformed ids are success; a
 // volume still attached to a loop device (staged) is FailedPrecondition; a
 // restore in progress is cancelled first.
@@ -229,7 +229,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	defer d.vols.Unlock(id)
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindVolume) {
-		d.sweepBases(ctx)
+		d.vols.SweepBases(ctx)
 		return &csi.DeleteVolumeResponse{}, nil
 	} else if err != nil {
 		return nil, volumeError("look up volume", err)
@@ -241,7 +241,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	if err := d.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return nil, volumeError("delete lvol", err)
 	}
-	d.sweepBases(ctx)
+	d.vols.SweepBases(ctx)
 	klog.InfoS("volume deleted", "volume", lv.ID, "name", lv.Name)
 	return &csi.DeleteVolumeResponse{}, nil
 }

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // TestChainCodeUnavailable: a target that cannot be reached right now is
@@ -39,5 +43,40 @@ func TestChainCodeUnavailable(t *testing.T) {
 		if got := chainCode(tc.err); got != tc.want {
 			t.Errorf("chainCode(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestErrorFamilies: the one mapping per RPC family turns sentinels into
+// codes (a volume still being restored does not exist yet; a held name is
+// Aborted; a snapshot id naming nothing is NotFound), keeps the message,
+// and passes a status made earlier through unchanged.
+func TestErrorFamilies(t *testing.T) {
+	made := status.Error(codes.AlreadyExists, "volume x exists with other parameters")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want codes.Code
+	}{
+		{"volume not ready", volumeError("volume v", volume.ErrNotReady), codes.NotFound},
+		{"volume missing", volumeError("volume v", fmt.Errorf("get: %w", backend.ErrNotFound)), codes.NotFound},
+		{"volume busy", volumeError("volume v", volume.ErrBusy), codes.Aborted},
+		{"volume status", volumeError("volume v", made), codes.AlreadyExists},
+		{"snapshot none", snapshotError("", fmt.Errorf("%w: group g", errNoSnapshot)), codes.NotFound},
+		{"snapshot unreachable", snapshotError("open", fmt.Errorf("x: %w", store.ErrTransient)), codes.Unavailable},
+		{"node not ready", nodeError("volume v", volume.ErrNotReady), codes.NotFound},
+		{"node pool", nodeError("grow", backend.ErrNoSpace), codes.ResourceExhausted},
+	} {
+		if got := status.Code(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	if err := volumeError("", made); err != made {
+		t.Errorf("a status was rewrapped: %v", err)
+	}
+	if msg := status.Convert(volumeError("volume v", volume.ErrBusy)).Message(); !strings.HasPrefix(msg, "volume v: ") {
+		t.Errorf("message %q does not say what failed", msg)
+	}
+	if volumeError("x", nil) != nil {
+		t.Error("nil error mapped to a status")
 	}
 }

@@ -27,8 +27,8 @@ type controller struct {
 type restorer struct{ *core }
 
 // snapshotter serves the Controller service's snapshot RPCs: local
-// snapshots and backups, their uploads, listing, deletion, backup bases
-// and the background gc (snapshot*.go, backup_*.go, bases.go,
+// snapshots and backups, their uploads, listing, deletion, reporting
+// bases ready, and the background gc (snapshot*.go, backup_*.go, bases.go,
 // gc_background.go).
 type snapshotter struct{ *core }
 

@@ -17,8 +17,9 @@ import (
 // checkpoints and image records in the state directory, and the index
 // from backup snapshot id to local snapshot. It runs the lifecycles on
 // them: restore admission (Admit, space.go), the restore of a backup into
-// a reserved lvol (Restore, restore.go) and the upload of a snapshot
-// (Upload, upload.go). It is safe for concurrent use. Create it with
+// a reserved lvol (Restore, restore.go), the upload of a snapshot
+// (Upload, upload.go) and the sweep of backup bases that no longer serve
+// (SweepBases, bases.go). It is safe for concurrent use. Create it with
 // NewManager.
 type Manager struct {
 	pool  backend.Pool
@@ -35,6 +36,8 @@ type Manager struct {
 	// admit serialises restore admission with the creation of its lvol
 	// (Admit), so two restores never both count the same free space.
 	admit sync.Mutex
+	// sweep serialises SweepBases.
+	sweep sync.Mutex
 }
 
 // Config is what a Manager needs to know of its node.

@@ -111,8 +111,9 @@ func (m *Manager) pendingBytes(lv backend.LVol) int64 {
 // Admit creates the lvol of a restore that will allocate need
 // bytes, recording rec with need, when the pool can hold them above its
 // reserve with every running restore finished; otherwise it creates
-// nothing and returns backend.ErrNoSpace naming the numbers
-// (ResourceExhausted: the provisioner then tries another node).
+// nothing and returns backend.ErrNoSpace naming the numbers (the CSI
+// shell answers ResourceExhausted: the provisioner tries another node).
+// Other errors: those of Pool.Capacity, List and Create.
 func (m *Manager) Admit(ctx context.Context, o backend.CreateOptions, rec Record, need int64) (backend.LVol, error) {
 	m.admit.Lock()
 	defer m.admit.Unlock()
