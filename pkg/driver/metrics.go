@@ -28,11 +28,11 @@ type metrics struct {
 	// the common gRPC dashboards use).
 	grpc *grpcprom.ServerMetrics
 
-	restoreProgressB *prometheus.GaugeVec // progress of running restores
-	restoreSize      *prometheus.GaugeVec
-	restores         *prometheus.CounterVec
-	restoreBytes     prometheus.Counter
-	restoreDuration  *prometheus.HistogramVec
+	// The progress of running restores is read from their jobs at each
+	// scrape (restoreCollector), not kept here.
+	restores        *prometheus.CounterVec
+	restoreBytes    prometheus.Counter
+	restoreDuration *prometheus.HistogramVec
 
 	backups           *prometheus.CounterVec
 	backupBytes       *prometheus.CounterVec
@@ -51,10 +51,6 @@ func newMetrics() *metrics {
 		registry: prometheus.NewRegistry(),
 		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 			grpcprom.WithHistogramBuckets(prometheus.ExponentialBuckets(0.001, 4, 10)))),
-		restoreProgressB: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_restore_progress_bytes",
-			Help: "Bytes written so far by each running restore, by volume id."}, []string{"volume"}),
-		restoreSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_restore_size_bytes",
-			Help: "Size in bytes of the backup each running restore replays, by volume id."}, []string{"volume"}),
 		restores: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_restores_total",
 			Help: "Finished restores by result (success or failure)."}, []string{"result"}),
 		restoreBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "chainvol_restore_written_bytes_total",
@@ -81,7 +77,7 @@ func newMetrics() *metrics {
 	buildInfo.Set(1)
 	m.registry.MustRegister(m.grpc, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.restoreProgressB, m.restoreSize, m.restores, m.restoreBytes, m.restoreDuration,
+		m.restores, m.restoreBytes, m.restoreDuration,
 		m.backups, m.backupBytes, m.backupDuration, m.backupInFlight, m.backupLastSuccess, m.backupLastFailure)
 	for _, r := range []string{"success", "failure"} { // present from the start, so rate() and alerts see 0
 		m.restores.WithLabelValues(r)
@@ -94,21 +90,16 @@ func newMetrics() *metrics {
 // the Prometheus text format. The pool's size and free bytes are read at
 // each scrape.
 func (d *Driver) MetricsHandler() http.Handler {
-	d.metrics.poolOnce.Do(func() { d.metrics.registry.MustRegister(poolCollector{d.pool}) })
+	d.metrics.poolOnce.Do(func() {
+		d.metrics.registry.MustRegister(poolCollector{d.pool}, restoreCollector{d.vols})
+	})
 	return promhttp.HandlerFor(d.metrics.registry, promhttp.HandlerOpts{})
 }
 
-// restoreProgress publishes a running restore's bytes done and total.
-func (m *metrics) restoreProgress(vol string, j *volume.Job) {
-	m.restoreProgressB.WithLabelValues(vol).Set(float64(j.Bytes()))
-	m.restoreSize.WithLabelValues(vol).Set(float64(j.Total()))
-}
-
 // restoreDone counts a finished restore (err nil: success) with its bytes
-// and duration, and drops its progress gauges.
-func (m *metrics) restoreDone(vol string, j *volume.Job, err error) {
-	m.restoreProgressB.DeleteLabelValues(vol)
-	m.restoreSize.DeleteLabelValues(vol)
+// and duration. The restore job calls it as it ends, whether or not a
+// CreateVolume call is waiting.
+func (m *metrics) restoreDone(j *volume.Job, err error) {
 	r := result(err)
 	m.restores.WithLabelValues(r).Inc()
 	m.restoreBytes.Add(float64(j.Bytes()))

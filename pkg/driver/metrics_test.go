@@ -134,3 +134,49 @@ func backupAndScrape(t *testing.T, e *nodeEnv, id, name string) float64 {
 }
 
 var grpcInfoCreateSnapshot = grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/CreateSnapshot"}
+
+// TestRestoreMetricsWithoutWaiter: a restore is counted when its job ends,
+// not when a CreateVolume call happens to see it end, and its progress
+// gauges are read from the running job, so nothing stale stays behind. The
+// CreateVolume here gives up at once (a deadline shorter than its answer
+// margin) and is never retried; the old code counted nothing and kept the
+// progress gauges it had set.
+func TestRestoreMetricsWithoutWaiter(t *testing.T) {
+	e := newNodeEnv(t)
+	lv := e.volume("pvc-metrics-src", volume.Record{AccessType: accessBlock, PVCNamespace: "ns", PVCName: "src"}.Encode())
+	backupAndScrape(t, e, lv.ID, "snap-restore-src")
+	sr, err := e.d.CreateSnapshot(context.Background(), &csi.CreateSnapshotRequest{Name: "snap-restore-src",
+		SourceVolumeId: lv.ID, Parameters: map[string]string{"backup": "true"}}) // the same call again: its id
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := sr.GetSnapshot().GetSnapshotId()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = e.d.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-metrics-restored",
+		VolumeCapabilities:  []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)},
+		VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap}}}})
+	if err == nil {
+		t.Log("the restore answered within the deadline; the job still counts it once")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		fams := scrape(t, e.d)
+		var ok float64
+		for _, m := range fams["chainvol_restores_total"].GetMetric() {
+			if m.GetLabel()[0].GetValue() == "success" {
+				ok = m.GetCounter().GetValue()
+			}
+		}
+		if ok == 1 {
+			if g := fams["chainvol_restore_progress_bytes"]; len(g.GetMetric()) != 0 {
+				t.Fatalf("a finished restore still has progress gauges: %v", g)
+			}
+			return
+		}
+		if ok > 1 || time.Now().After(deadline) {
+			t.Fatalf("chainvol_restores_total{result=success} = %v, want 1 once the job ends", ok)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

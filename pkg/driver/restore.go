@@ -148,12 +148,16 @@ func (d *restorer) startRestore(lv backend.LVol, ref target.Ref, secrets map[str
 func (d *restorer) runRestore(ctx context.Context, j *volume.Job, lv backend.LVol, ref target.Ref, secrets map[string]string, repo *s3chain.Repo) error {
 	open := func(ctx context.Context) (*s3chain.Repo, error) { return d.targets.Open(ctx, ref.Target, secrets) }
 	err := d.vols.Restore(ctx, j, lv, ref, repo, open)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if err != nil {
 		klog.ErrorS(err, "restore failed", "volume", lv.ID, "backup", ref.String())
 		d.vols.SetFailure(lv.Name, volumeError("restore of "+ref.String()+" failed", err))
 		d.removeRestored(lv)
-		d.metrics.restoreDone(lv.ID, j, err)
 	}
+	d.metrics.restoreDone(j, err)
+	d.events.restoreDone(lv)
 	return err
 }
 

@@ -41,7 +41,6 @@ func (d *restorer) resumeRestore(ctx context.Context, req *csi.CreateVolumeReque
 func (d *restorer) awaitRestore(ctx context.Context, name string, vr volumeRequest, j *volume.Job) (*csi.CreateVolumeResponse, error) {
 	if !volume.Wait(ctx, j) {
 		if lv, err := d.pool.GetByName(ctx, backend.KindVolume, name); err == nil {
-			d.metrics.restoreProgress(lv.ID, j)
 			d.events.restoreProgress(lv, j.Message())
 		}
 		return nil, status.Errorf(codes.Aborted, "volume %s: %s", name, j.Message())
@@ -57,7 +56,5 @@ func (d *restorer) awaitRestore(ctx context.Context, name string, vr volumeReque
 	if err != nil {
 		return nil, volumeError("restored volume", err)
 	}
-	d.metrics.restoreDone(lv.ID, j, nil)
-	d.events.restoreDone(lv)
 	return d.volumeResponse(lv, vr.source), nil
 }

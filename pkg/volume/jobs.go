@@ -3,6 +3,7 @@ package volume
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,20 @@ type Job struct {
 	// gate, when not nil, holds the job back until open is called.
 	gate     chan struct{}
 	openOnce sync.Once
+	// subject is the id of the lvol the job fills or uploads, once known
+	// ("" before: a new restore learns it at admission).
+	subject atomic.Pointer[string]
+}
+
+// SetSubject records the id of the lvol the job works on.
+func (j *Job) SetSubject(id string) { j.subject.Store(&id) }
+
+// Subject is the id SetSubject recorded, "" before.
+func (j *Job) Subject() string {
+	if p := j.subject.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Open lets a job made by startGated run; later calls do nothing.
@@ -170,6 +185,20 @@ func (s *jobSet) get(key string) *Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[key]
+}
+
+// running returns the jobs whose key starts with prefix and that have not
+// ended.
+func (s *jobSet) running(prefix string) []*Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Job
+	for k, j := range s.m {
+		if ended, _ := j.Finished(); !ended && strings.HasPrefix(k, prefix) {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // forget drops a finished job so that a later call starts afresh.

@@ -89,6 +89,10 @@ func (m *Manager) StartGatedJob(key, what string, fn func(context.Context, *Job)
 	return m.jobs.startGated(key, what, fn)
 }
 
+// RunningJobs returns the jobs whose key starts with prefix and that have
+// not ended, in no order: what the metrics publish at each scrape.
+func (m *Manager) RunningJobs(prefix string) []*Job { return m.jobs.running(prefix) }
+
 // ForgetJob drops a finished job so that a later call starts afresh.
 func (m *Manager) ForgetJob(key string) { m.jobs.forget(key) }
 
@@ -167,6 +171,7 @@ func (m *Manager) DeleteSnapshotsOfBackup(ctx context.Context, ref string) error
 			return err
 		}
 		m.jobs.stop(lv.ID)
+		_ = os.Remove(m.ImageRecordPath(lv.ID)) // before the lvol: see deleteBase
 		if err := m.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) && first == nil {
 			first = err
 		}
