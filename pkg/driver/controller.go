@@ -44,6 +44,15 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if vr.restore != nil {
 		return d.createRestoredVolume(ctx, req, vr)
 	}
+	// The name first: a retry must find its clone even once the source
+	// is deleted (CSI spec "CreateVolume"; lifecycle_regress_test.go).
+	if existing, err := d.pool.GetByName(ctx, backend.KindVolume, req.GetName()); err == nil {
+		srcID := vr.source.GetSnapshot().GetSnapshotId() + vr.source.GetVolume().GetVolumeId()
+		if err := sameVolume(existing, vr, srcID, req.GetCapacityRange()); err != nil {
+			return nil, err
+		}
+		return d.volumeResponse(existing, vr.source), nil
+	}
 	src, err := d.contentSource(ctx, vr.source)
 	if err != nil {
 		return nil, err
@@ -54,12 +63,6 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	size, err := sizeFor(req.GetCapacityRange(), max(src.SizeBytes, minFSSize[vr.fsType]))
 	if err != nil {
 		return nil, err
-	}
-	if existing, err := d.pool.GetByName(ctx, backend.KindVolume, req.GetName()); err == nil {
-		if err := sameVolume(existing, vr, src.ID, req.GetCapacityRange()); err != nil {
-			return nil, err
-		}
-		return d.volumeResponse(existing, vr.source), nil
 	}
 	lv, err := d.pool.Create(ctx, backend.CreateOptions{
 		Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, SourceID: src.ID,
@@ -159,6 +162,12 @@ func sameVolume(lv backend.LVol, vr volumeRequest, srcID string, r *csi.Capacity
 		return status.Errorf(codes.AlreadyExists, "volume %q exists with other parameters", vr.name)
 	case rec.AccessType != vr.access:
 		return status.Errorf(codes.AlreadyExists, "volume %q exists with access type %s", vr.name, rec.AccessType)
+	case vr.fsType != "" && rec.FSType != "" && vr.fsType != rec.FSType:
+		// Another capability than the volume's (CSI spec "CreateVolume":
+		// ALREADY_EXISTS), found before the source is resolved, so that a
+		// clone retried with another fsType is not answered with its
+		// volume.
+		return status.Errorf(codes.AlreadyExists, "volume %q exists with a %s filesystem, not %s", vr.name, rec.FSType, vr.fsType)
 	}
 	return nil
 }

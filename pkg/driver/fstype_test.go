@@ -6,6 +6,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // TestSettleFSType: the one fsType rule of CreateVolume for every content
@@ -33,6 +36,31 @@ func TestSettleFSType(t *testing.T) {
 					t.Errorf("message %q does not mention %q", msg, w)
 				}
 			}
+		}
+	}
+}
+
+// TestSameVolumeFSType: a volume that exists under the requested name with
+// another filesystem than the request names is AlreadyExists (CSI spec
+// "CreateVolume": incompatible capabilities), also for a clone whose
+// source is gone; no fsType on either side is compatible.
+func TestSameVolumeFSType(t *testing.T) {
+	lv := func(fs string) backend.LVol {
+		return backend.LVol{Name: "pvc-1", SizeBytes: 1 << 30, SourceID: "snap-1",
+			Labels: volume.Record{AccessType: accessMount, FSType: fs}.Encode()}
+	}
+	for _, tc := range []struct {
+		have, req string
+		code      codes.Code
+	}{
+		{"ext4", "ext4", codes.OK},
+		{"ext4", "", codes.OK},
+		{"", "xfs", codes.OK},
+		{"ext4", "xfs", codes.AlreadyExists},
+	} {
+		vr := volumeRequest{name: "pvc-1", access: accessMount, fsType: tc.req}
+		if err := sameVolume(lv(tc.have), vr, "snap-1", nil); status.Code(err) != tc.code {
+			t.Errorf("volume with %q, request %q: %v, want %v", tc.have, tc.req, err, tc.code)
 		}
 	}
 }
