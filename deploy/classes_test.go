@@ -14,8 +14,8 @@ import (
 var (
 	backupTargetArg = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_.-]*)=(file:///\S+|s3://[^/?\s]+(/[^?\s]*)?(\?\S*)?)$`)
 	targetName      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	fromBackup      = regexp.MustCompile(`^(?:([A-Za-z0-9][A-Za-z0-9_.-]*):)?([^@:\s]+)@(latest|\d{8}T\d{6}Z)$`)
-	backupHandle    = regexp.MustCompile(`^backup:([A-Za-z0-9][A-Za-z0-9_.-]*):([^/@\s]+)/([^/@\s]+)@(\d{8}T\d{6}Z)$`)
+	fromBackup      = regexp.MustCompile(`^(?:([A-Za-z0-9][A-Za-z0-9_.-]*):)?([^@:\s]+)@(latest|\d{8}T\d{6}Z(?:-[0-9a-f]{8}|-\d+)?)$`)
+	backupHandle    = regexp.MustCompile(`^backup:([A-Za-z0-9][A-Za-z0-9_.-]*):([^/@\s]+)/([^/@\s]+)@(\d{8}T\d{6}Z(?:-[0-9a-f]{8}|-\d+)?)$`)
 )
 
 // Parameter keys chainvol understands, plus the reserved csi.storage.k8s.io

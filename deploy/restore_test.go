@@ -33,7 +33,7 @@ func TestImportedBackups(t *testing.T) {
 		}
 		mm := backupHandle.FindStringSubmatch(*h)
 		if mm == nil {
-			t.Errorf("%s: snapshotHandle %q is not backup:TARGET:NAMESPACE/PVC@YYYYMMDDTHHMMSSZ", m, *h)
+			t.Errorf("%s: snapshotHandle %q is not backup:TARGET:NAMESPACE/PVC@ID (ID: YYYYMMDDTHHMMSSZ-HEX8)", m, *h)
 		} else if !targets[mm[1]] {
 			t.Errorf("%s: handle target %q is not a -backup-target under deploy/", m, mm[1])
 		}

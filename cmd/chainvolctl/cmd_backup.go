@@ -16,7 +16,7 @@ func (a *app) newBackupCmd() *cobra.Command {
 		Short: "List, show, verify, remove and create backups",
 		Long: `Backups are named [TARGET:]CHAIN@BACKUP: TARGET a configured target name
 (default: the first), CHAIN the chain, BACKUP a backup id such as
-20261129T101500Z or "latest" for the newest.`,
+20261129T101500Z-3f9a0c17 or "latest" for the newest.`,
 		Example: `  chainvolctl backup ls demo/data
   chainvolctl backup show demo/data@latest -o json
   chainvolctl backup verify demo/data@latest --deep

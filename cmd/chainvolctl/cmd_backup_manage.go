@@ -31,7 +31,7 @@ format version 1, those of its parents) exists, is authentic (MAC), adds up to
 its volume digest, and every block it needs exists. With --deep every block is also downloaded, decoded and its
 digest checked, and the volume digest recomputed: it reads the whole backup.
 Exits 1 if anything is wrong.`,
-		Example: "  chainvolctl backup verify demo/data@latest\n  chainvolctl backup verify offsite:demo/data@20261129T101500Z --deep -o json",
+		Example: "  chainvolctl backup verify demo/data@latest\n  chainvolctl backup verify offsite:demo/data@20261129T101500Z-3f9a0c17 --deep -o json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
@@ -74,7 +74,7 @@ func (a *app) newBackupRmCmd() *cobra.Command {
 volume, so no other backup depends on it, whatever runs at the same time
 (docs/FORMAT.md §7). Blocks no longer referenced stay in the target until
 'chainvolctl gc' removes them.`,
-		Example: "  chainvolctl backup rm demo/data@20261129T101500Z\n  chainvolctl gc --dry-run",
+		Example: "  chainvolctl backup rm demo/data@20261129T101500Z-3f9a0c17\n  chainvolctl gc --dry-run",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()

@@ -28,7 +28,7 @@ func (a *app) newBackupShowCmd() *cobra.Command {
 block size, filesystem, source volume and node, block counts, bytes changed
 and stored, and the volume digest every restore checks. The manifest is
 authenticated (MAC) before it is shown.`,
-		Example: "  chainvolctl backup show demo/data@latest\n  chainvolctl backup show demo/data@20261129T101500Z -o json --blocks",
+		Example: "  chainvolctl backup show demo/data@latest\n  chainvolctl backup show demo/data@20261129T101500Z-3f9a0c17 -o json --blocks",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
 			_, m, err := a.resolveRef(cmd.Context(), argv[0])

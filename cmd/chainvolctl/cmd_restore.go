@@ -58,7 +58,7 @@ device), and every block it lists is read back and checked against its
 digest before it is skipped. The checkpoint is removed when the restore
 succeeds.`,
 		Example: `  chainvolctl restore demo/data@latest --to /srv/data.img
-  chainvolctl restore offsite:prod/db@20261129T101500Z --to /dev/sdb --force`,
+  chainvolctl restore offsite:prod/db@20261129T101500Z-3f9a0c17 --to /dev/sdb --force`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error { return a.restore(cmd, argv[0], f) }),
 	}

@@ -120,7 +120,7 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 }
 
 // objectName lowers s into a DNS-1123 subdomain of at most 253 bytes
-// (backup ids like 20261129T101500Z become 20261129t101500z).
+// (backup ids like 20261129T101500Z-3f9a0c17 become 20261129t101500z-3f9a0c17).
 func objectName(s string) string {
 	s = strings.Trim(dns1123Invalid.ReplaceAllString(strings.ToLower(s), "-"), "-.")
 	if len(s) > validation.DNS1123SubdomainMaxLength {

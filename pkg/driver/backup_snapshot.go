@@ -41,7 +41,7 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 		return nil, snapshotError("open backup target", err)
 	}
 	t, _ := d.targets.Lookup(sp.BackupTarget)
-	ref := target.Ref{Target: t.Name, Chain: chainName(src), Backup: time.Now().UTC().Format("20060102T150405Z")}
+	ref := target.Ref{Target: t.Name, Chain: chainName(src), Backup: s3chain.NewBackupID(time.Now())}
 	if ref.Backup, err = d.uniqueBackupID(ctx, repo, ref); err != nil {
 		return nil, snapshotError("choose backup id", err)
 	}
@@ -58,18 +58,19 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 	return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, false)}, nil
 }
 
-// uniqueBackupID makes ref.Backup unique in the chain and among this node's
-// pending uploads, appending "-N" when two backups fall in the same second.
+// uniqueBackupID checks that ref.Backup (an s3chain.NewBackupID) names no
+// backup of the chain and no pending upload of this node, drawing another
+// id if it does. An id is never handed out twice, also not after its
+// backup was deleted (s3chain.NewBackupID says why).
 func (d *snapshotter) uniqueBackupID(ctx context.Context, repo *s3chain.Repo, ref target.Ref) (string, error) {
-	base := ref.Backup
-	for n := 1; ; n++ {
+	for {
 		_, err := repo.Manifest(ctx, ref.Chain, ref.Backup)
 		if errors.Is(err, s3chain.ErrBackupNotFound) && !d.backupRefTaken(ctx, volume.BackupID(ref)) {
 			return ref.Backup, nil
 		} else if err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
 			return "", err
 		}
-		ref.Backup = fmt.Sprintf("%s-%d", base, n)
+		ref.Backup = s3chain.NewBackupID(time.Now())
 	}
 }
 

@@ -89,11 +89,13 @@ func (d *groups) groupSources(ctx context.Context, ids []string) ([]backend.LVol
 }
 
 // groupRecords are the member lvols' records and, for a backup group, each
-// member's backup: its own chain, one backup id time for all members.
+// member's backup: its own chain, one backup id for all members (another
+// only where a member's chain had it already).
 func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest, sp snapshotParams, srcs []backend.LVol, gid string, now time.Time) ([]volume.Record, []target.Ref, error) {
 	recs := make([]volume.Record, len(srcs))
 	refs := make([]target.Ref, len(srcs))
 	var repo *s3chain.Repo
+	id := s3chain.NewBackupID(now)
 	if sp.Backup {
 		var err error
 		if repo, err = d.targets.Open(ctx, sp.BackupTarget, req.GetSecrets()); err != nil {
@@ -106,7 +108,7 @@ func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSna
 			continue
 		}
 		t, _ := d.targets.Lookup(sp.BackupTarget)
-		refs[i] = target.Ref{Target: t.Name, Chain: chainName(s), Backup: now.UTC().Format("20060102T150405Z")}
+		refs[i] = target.Ref{Target: t.Name, Chain: chainName(s), Backup: id}
 		var err error
 		if refs[i].Backup, err = d.uniqueBackupID(ctx, repo, refs[i]); err != nil {
 			return nil, nil, snapshotError("choose backup id", err)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -159,7 +157,7 @@ func (j *backupJob) load(ctx context.Context) error {
 	}
 	j.id = j.o.BackupID
 	if j.id == "" {
-		j.id = time.Now().UTC().Format(backupIDTime) // taken: the commit moves on to -2, -3, ...
+		j.id = NewBackupID(time.Now()) // taken (never in practice): the commit draws another
 	} else if _, err := j.r.store.Stat(ctx, manifestKey(j.o.Chain, j.id)); err == nil {
 		return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, j.o.Chain, j.id)
 	}
@@ -217,29 +215,6 @@ func (j *backupJob) loadParent(ctx context.Context) error {
 	}
 	j.parent, j.parentMap = path[0], blocks
 	return nil
-}
-
-// nextFreeID returns the next candidate after a taken default id: the
-// first "ID-N" (N >= 2) above every "ID-M" the chain lists, so a busy second
-// costs one listing, not one attempt per backup made in it.
-func (r *Repo) nextFreeID(ctx context.Context, chain, id string) (string, error) {
-	base := id
-	if i := strings.LastIndexByte(id, '-'); i > 0 {
-		if n, err := strconv.Atoi(id[i+1:]); err == nil && n >= 2 {
-			base = id[:i]
-		}
-	}
-	ids, marked, err := r.backupIDs(ctx, chain)
-	if err != nil {
-		return "", err
-	}
-	next := 2
-	for _, other := range append(ids, marked...) {
-		if n, err := strconv.Atoi(strings.TrimPrefix(other, base+"-")); err == nil && strings.HasPrefix(other, base+"-") {
-			next = max(next, n+1)
-		}
-	}
-	return fmt.Sprintf("%s-%d", base, next), nil
 }
 
 // randomHex returns 2n random lower-case hex digits.

@@ -249,9 +249,7 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 			continue // now known: retry with a random suffix
 		}
 		if errors.Is(err, store.ErrObjectExists) && j.o.BackupID == "" {
-			if m.ID, err = r.nextFreeID(ctx, m.Chain, m.ID); err != nil {
-				return err
-			}
+			m.ID = NewBackupID(m.CreatedAt) // a default id drawn twice: draw again
 			continue
 		}
 		if errors.Is(err, store.ErrObjectExists) {

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxChainNameLen is the longest chain name in bytes: a Kubernetes
@@ -30,6 +31,18 @@ func ValidChainName(name string) error {
 		}
 	}
 	return nil
+}
+
+// NewBackupID is a default backup id: the UTC second of t and 8 random hex
+// digits, like "20261129T101500Z-3f9a0c17" (25 bytes). An id must never
+// name two backups, also after the first is deleted: a stale reference
+// (a kept VolumeSnapshotContent, a fromBackup parameter) would restore
+// the second's bytes. A deleted backup leaves no trace in its chain, so a
+// free id cannot be told from a used one by looking; the 32 random bits
+// make a reuse need the same second and the same draw (1 in 4 billion per
+// pair of backups made in one second), whatever the clocks of the writers.
+func NewBackupID(t time.Time) string {
+	return t.UTC().Format(backupIDTime) + "-" + randomHex(4)
 }
 
 // MaxBackupIDLen is the longest backup id in bytes.

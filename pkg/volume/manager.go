@@ -38,6 +38,8 @@ type Manager struct {
 	admit sync.Mutex
 	// sweep serialises SweepBases.
 	sweep sync.Mutex
+	// backupNames records backup snapshot names (names.go).
+	backupNames *nameStore
 }
 
 // Config is what a Manager needs to know of its node.
@@ -53,8 +55,13 @@ type Config struct {
 }
 
 // NewManager returns the manager of the lvols of pool.
+// It first removes what a killed driver left in the state directory
+// (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
-	return &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool}}
+	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool},
+		backupNames: &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")}}
+	m.sweepState()
+	return m
 }
 
 // TryLock takes all keys (volume ids, snapshot ids, prefixed request
