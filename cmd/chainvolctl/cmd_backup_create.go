@@ -58,7 +58,7 @@ a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", "", "disk image file or block device to back up (required)")
 	fl.StringVar(&f.chain, "chain", "", "chain to add the backup to, [TARGET:]CHAIN (required)")
-	fl.StringVar(&f.id, "id", "", "backup id (default: the UTC second and 8 random hex digits, like 20261129T101500Z-3f9a0c17; never one a deleted backup had)")
+	fl.StringVar(&f.id, "id", "", "backup id (default: the UTC second and 8 random hex digits, like 20261129T101500Z-3f9a0c17, never one a deleted backup had; an id you choose must not be one a deleted backup had either, or stale references to it would restore this backup)")
 	fl.BoolVar(&f.full, "full", false, "make a full backup even when the chain has backups")
 	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 2 MiB; fixed per chain)")
 	fl.IntVar(&f.workers, "workers", 0, "blocks processed in parallel (default 8)")

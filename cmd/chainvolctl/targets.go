@@ -117,7 +117,7 @@ func emptyFileTarget(set *target.Set, name string) (note string, empty bool) {
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
-	return fmt.Sprintf("target %s is empty: its directory %s does not exist yet; the first backup creates it", t.Name, dir), true
+	return fmt.Sprintf("target %s is empty: its directory %s does not exist (check the path in its URL; a first backup would create it)", t.Name, dir), true
 }
 
 // defaultTargetURL is the driver's embedded default backup target.
@@ -163,7 +163,7 @@ func (a *app) openRepo(ctx context.Context, name string) (*s3chain.Repo, error) 
 // errEmptyTarget: a file:// target whose directory does not exist yet. Read
 // commands fail with it (there is nothing to show) and "chain ls" and
 // "target check" report the target as empty.
-var errEmptyTarget = errors.New("no backups")
+var errEmptyTarget = fmt.Errorf("%w: no backups", s3chain.ErrBackupNotFound)
 
 // parseChainArg reads "[TARGET:]CHAIN" into a target name and a chain.
 func parseChainArg(s string) (tgt, chain string, err error) {

@@ -88,7 +88,9 @@ func TestEmptyFileTarget(t *testing.T) {
 	if out := c.ok("--target", "x=file://"+other, "chain", "ls", "-o", "json"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("chain ls -o json of an empty target = %q, want []", out)
 	}
-	if e := c.fails(1, append(g, "backup", "ls", "a/b")...); !strings.Contains(e, "empty") || strings.Contains(e, "check the target URL") {
+	// 3, not found (operator.md's exit codes): the chain asked for does
+	// not exist in an empty target; the message names the directory.
+	if e := c.fails(3, append(g, "backup", "ls", "a/b")...); !strings.Contains(e, "empty") || strings.Contains(e, "check the target URL") {
 		t.Errorf("backup ls on an empty target: %q", e)
 	}
 	if r := c.run(append(g, "gc")...); r.code != 0 || !strings.Contains(r.stdout, "0 chains") || !strings.Contains(r.stderr, "empty") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -16,7 +17,9 @@ import (
 //	AccessDenied, InvalidAccessKeyId,
 //	SignatureDoesNotMatch, 403             -> ErrAccessDenied
 //	(and versitygw's XAdminUserNotFound)
-//	NoSuchBucket, InvalidBucketName        -> ErrBadTarget
+//	NoSuchBucket                           -> ErrNoBucket (an ErrBadTarget)
+//	InvalidBucketName, untrusted TLS       -> ErrBadTarget
+//	HTTP answer to HTTPS (no S3 answer)    -> ErrPlainHTTP (an ErrBadTarget)
 //	PreconditionFailed, 412                -> ErrObjectExists
 //	(only PutIfAbsent sends a precondition, If-None-Match: *)
 //	SlowDown and other throttling codes,
@@ -48,6 +51,11 @@ func classifyS3Error(err error) error {
 		if untrustedTLS(err) { // no retry makes a certificate trusted (auth.go)
 			return ErrBadTarget
 		}
+		// net/http has no error type for it, only this text
+		// (net/http/transport.go); no retry makes the server speak TLS.
+		if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+			return ErrPlainHTTP
+		}
 		// Not an S3 answer: the request never got one (refused connection,
 		// reset, timeout, DNS). Worth another try.
 		return ErrTransient
@@ -60,7 +68,9 @@ func classifyS3Error(err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
 		"XAdminUserNotFound":
 		return ErrAccessDenied
-	case "NoSuchBucket", "InvalidBucketName":
+	case "NoSuchBucket":
+		return ErrNoBucket
+	case "InvalidBucketName":
 		return ErrBadTarget
 	case "PreconditionFailed":
 		return ErrObjectExists

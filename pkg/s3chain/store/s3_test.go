@@ -54,11 +54,15 @@ func TestS3StoreOpenErrors(t *testing.T) {
 		{"wrong secret", srv.URL(""), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: "hunter2-wrong"}, store.ErrAccessDenied},
 		{"unknown key id", srv.URL(""), store.Credentials{AccessKeyID: "NOSUCHKEY", SecretAccessKey: "hunter2-wrong"}, store.ErrAccessDenied},
 		{"anonymous", srv.URL(""), store.Credentials{}, store.ErrAccessDenied},
-		{"missing bucket", strings.Replace(srv.URL(""), srv.Bucket, "no-such-bucket", 1), good, store.ErrBadTarget},
+		{"missing bucket", strings.Replace(srv.URL(""), srv.Bucket, "no-such-bucket", 1), good, store.ErrNoBucket},
+		// The operator forgot insecure=true for a plain-HTTP endpoint: a
+		// target error naming the cause at once, not minutes of retries
+		// of a "transient" one (newcomer run, issue 15's session).
+		{"plain HTTP without insecure", strings.Replace(srv.URL(""), "&insecure=true", "", 1), good, store.ErrPlainHTTP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := store.Open(ctx, tc.url, tc.creds)
-			if !errors.Is(err, tc.want) {
+			if !errors.Is(err, tc.want) || !errors.Is(err, store.ErrAccessDenied) && !errors.Is(err, store.ErrBadTarget) {
 				t.Fatalf("Open = %v, %v; want %v", s, err, tc.want)
 			}
 			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), srv.SecretKey) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -16,6 +17,12 @@ var (
 	// ErrBadTarget: the target URL is malformed or names an unknown scheme,
 	// or the bucket does not exist.
 	ErrBadTarget = errors.New("invalid backup target")
+	// ErrNoBucket: the target's bucket does not exist (S3 NoSuchBucket);
+	// it is also ErrBadTarget. The store never creates buckets.
+	ErrNoBucket = fmt.Errorf("%w: the bucket does not exist", ErrBadTarget)
+	// ErrPlainHTTP: the endpoint answered an HTTPS request in plain HTTP,
+	// so the URL lacks insecure=true; it is also ErrBadTarget.
+	ErrPlainHTTP = fmt.Errorf("%w: the endpoint speaks plain HTTP", ErrBadTarget)
 	// ErrInvalidKey: an object key breaks the key rules of ValidateKey
 	// (empty, absolute, "..", a character outside [A-Za-z0-9._/-]).
 	ErrInvalidKey = errors.New("invalid object key")
