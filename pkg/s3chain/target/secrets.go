@@ -42,8 +42,11 @@ func SecretsFromMap(m map[string]string) Secrets {
 }
 
 // ReadSecretsFile reads a credentials file of key=value lines ('#' starts a
-// comment) with the keys above. Errors wrap ErrBadSecret or the os error;
-// they name the line number, never its value.
+// comment) with the keys above; a value in matching double or single
+// quotes loses them, as in an env file. A key other than those above is an
+// error, not ignored: a misspelt key would otherwise surface much later as
+// "access denied". Errors wrap ErrBadSecret or the os error; they name the
+// line number and key, never a value.
 func ReadSecretsFile(path string) (Secrets, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -61,9 +64,30 @@ func ReadSecretsFile(path string) (Secrets, error) {
 		if !ok {
 			return Secrets{}, fmt.Errorf("%w: %s line %d is not key=value", ErrBadSecret, path, n)
 		}
-		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		k, v = strings.TrimSpace(k), unquote(strings.TrimSpace(v))
+		if !knownSecretKey(k) {
+			return Secrets{}, fmt.Errorf("%w: %s line %d: unknown key %q (the keys are %s, %s, %s, %s; names are case-sensitive)",
+				ErrBadSecret, path, n, k, KeyAccessKeyID, KeySecretAccessKey, KeySessionToken, KeyEncryptionKey)
+		}
+		m[k] = v
 	}
 	return SecretsFromMap(m), sc.Err()
+}
+
+func knownSecretKey(k string) bool {
+	switch k {
+	case KeyAccessKeyID, KeySecretAccessKey, KeySessionToken, KeyEncryptionKey:
+		return true
+	}
+	return false
+}
+
+// unquote strips one pair of matching double or single quotes around v.
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		return v[1 : len(v)-1]
+	}
+	return v
 }
 
 // merge overlays the non-empty credentials of o on s: a request's access

@@ -97,3 +97,30 @@ func TestOpenFileTarget(t *testing.T) {
 		t.Fatalf("bad key: %v", err)
 	}
 }
+
+// TestSecretsFileMistakes: a misspelt key is an error naming it (it used
+// to be ignored, and the operator saw "access denied" much later), quoted
+// values lose their quotes (they used to be sent with them), and no error
+// shows a value (newcomer run).
+func TestSecretsFileMistakes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(data string) string {
+		p := filepath.Join(dir, fmt.Sprintf("creds-%d", len(data)))
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	_, err := ReadSecretsFile(write("accessKey=AKSECRETVALUE\nsecret=SKSECRETVALUE\n"))
+	if !errors.Is(err, ErrBadSecret) || !strings.Contains(err.Error(), `"accessKey"`) || !strings.Contains(err.Error(), KeyAccessKeyID) ||
+		strings.Contains(err.Error(), "SECRETVALUE") {
+		t.Fatalf("misspelt key: %v", err)
+	}
+	s, err := ReadSecretsFile(write("accessKeyID=\"AK\"\nsecretAccessKey='SK'\nsessionToken=\"unbalanced\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.AccessKeyID != "AK" || s.SecretAccessKey != "SK" || s.SessionToken != `"unbalanced` {
+		t.Fatalf("quoted values read as %q %q %q", s.AccessKeyID, s.SecretAccessKey, s.SessionToken)
+	}
+}
