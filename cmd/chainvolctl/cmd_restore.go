@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // restoreResult is the outcome of "restore"; JSON names are stable.
@@ -96,7 +98,13 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 		return wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err) // nothing written: nothing to resume
 	}
 	if err != nil {
-		return a.explainCorrupt(ctx, repo, m, fmt.Errorf("%w (checkpoint %s; run again to resume)", wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err), ckpt))
+		op := wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err)
+		if errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled) {
+			// Only an interruption is worth running again: the checkpoint
+			// then skips what was written.
+			op = fmt.Errorf("%w (checkpoint %s; run again to resume)", op, ckpt)
+		}
+		return a.explainCorrupt(ctx, repo, m, op)
 	}
 	res := restoreResult{Chain: m.Chain, ID: m.ID, To: f.to, SizeBytes: m.SizeBytes, FSType: m.FSType,
 		FetchedBlocks: st.FetchedBlocks, SkippedBlocks: st.SkippedBlocks, ZeroBlocks: st.ZeroBlocks,
@@ -122,6 +130,12 @@ func (a *app) defaultCheckpoint(to string) string {
 // (the resumption of an earlier restore onto it, not of one onto a file or
 // disk that was at this path before).
 func checkOverwrite(to, ckpt string, force bool) error {
+	// What a restore refuses even with --force (a mounted or held device,
+	// a file behind a loop device, a directory) is said first, rather
+	// than advising --force and then refusing.
+	if err := s3chain.CheckDestination(to); err != nil {
+		return err // exit 1, as when the restore itself refuses
+	}
 	if _, err := os.Stat(to); errors.Is(err, os.ErrNotExist) || force {
 		return nil
 	} else if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -31,6 +32,9 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 			return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume or as a local snapshot", req.GetName())
 		}
 		return d.backupStatus(ctx, snap, req.GetSecrets())
+	}
+	if resp, err := d.recordedBackup(ctx, req); resp != nil || err != nil {
+		return resp, err
 	}
 	src, err := d.getVolume(ctx, req.GetSourceVolumeId())
 	if err != nil {
@@ -54,8 +58,41 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 	if err != nil {
 		return nil, err
 	}
+	// The name's record before the id is first answered. A crash or error
+	// before it leaves the lvol, unreported, which the sweep keeps and a
+	// retry finds by name; reportedReady writes the record then.
+	if err := d.ensureBackupName(snap); err != nil {
+		return nil, snapshotError("", err)
+	}
 	d.startUpload(snap, ref, req.GetSecrets())
 	return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, false)}, nil
+}
+
+// recordedBackup answers a CreateSnapshot of a backup whose name has no
+// lvol (the sweep deleted the base, or the source volume is gone) from the
+// name's record (volume.BackupName): the recorded id, ready, while its
+// manifest exists on the target, described from it as ListSnapshots does;
+// the source volume need not exist. It returns nil, nil when there is no
+// record or its backup no longer exists (the stale record is forgotten),
+// so a new backup is taken. Errors: AlreadyExists when the name was
+// recorded for another source volume; those of lookupBackup (the target
+// cannot be read: no second backup is taken while the first may exist).
+func (d *snapshotter) recordedBackup(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	r, ok, err := d.vols.LookupBackupName(req.GetName())
+	if err != nil || !ok {
+		return nil, snapshotError("", err)
+	}
+	if r.SourceVolumeID != req.GetSourceVolumeId() {
+		return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume (%s)", req.GetName(), r.SourceVolumeID)
+	}
+	s, err := d.lookupBackup(ctx, r.SnapshotID, req.GetSecrets())
+	if errors.Is(err, errNoSnapshot) {
+		klog.InfoS("recorded backup of a snapshot name no longer exists; taking a new one", "name", r.Name, "backup", r.SnapshotID)
+		return nil, snapshotError("", d.vols.ForgetBackup(r.SnapshotID))
+	} else if err != nil {
+		return nil, err
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: s}, nil
 }
 
 // uniqueBackupID checks that ref.Backup (an s3chain.NewBackupID) names no

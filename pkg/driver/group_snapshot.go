@@ -58,6 +58,11 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	}
 	defer d.vols.Unlock("group:" + req.GetName())
 	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
+	if g, err := d.recordedGroup(ctx, req, ids); err != nil {
+		return nil, err
+	} else if g != nil {
+		return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
+	}
 	members, err := d.groupMembers(ctx, req.GetName(), ids)
 	if err != nil {
 		return nil, err
@@ -66,6 +71,9 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 		if members, err = d.takeGroup(ctx, req, sp, ids); err != nil {
 			return nil, err
 		}
+	}
+	if err := d.recordGroup(req.GetName(), members); err != nil {
+		return nil, snapshotError("", err)
 	}
 	g, err := d.groupStatus(ctx, members, req.GetSecrets())
 	if err != nil {

@@ -99,7 +99,16 @@ func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapsho
 	}
 	defer d.vols.Unlock(id)
 	if volume.IsBackupID(id) {
-		return &csi.DeleteSnapshotResponse{}, d.deleteBackupSnapshot(ctx, id, req.GetSecrets())
+		if err := d.deleteBackupSnapshot(ctx, id, req.GetSecrets()); err != nil {
+			return nil, err
+		}
+		// The name's record after the backup: a crash between leaves a
+		// record of no backup (a manifest lookup, then forgotten), never a
+		// backup whose name is forgotten. The CO's retry removes it too.
+		if err := d.vols.ForgetBackup(id); err != nil {
+			return nil, snapshotError("", err)
+		}
+		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindSnapshot) {

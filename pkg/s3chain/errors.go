@@ -20,7 +20,7 @@ var (
 	ErrWrongKey = errors.New("wrong encryption key")
 	// ErrDestinationTooSmall: the restore destination (the file or block
 	// device a restore writes) is smaller than the backup's volume size.
-	ErrDestinationTooSmall = errors.New("restore destination smaller than backup")
+	ErrDestinationTooSmall = errors.New("destination smaller than the backup")
 	// ErrFormatVersion: an object was written by a newer (or unknown) version
 	// of the chain format (docs/FORMAT.md) than this reader understands.
 	ErrFormatVersion = errors.New("unsupported chain format version")

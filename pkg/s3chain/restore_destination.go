@@ -113,6 +113,28 @@ func openOrCreate(path string, size int64) (*destination, error) {
 	return &destination{f: f}, nil
 }
 
+// CheckDestination runs the checks a restore makes before it opens an
+// existing destination: a block device must be unmounted and unheld
+// (ErrDestinationBusy naming the mount point or holder), a regular file not
+// attached to a loop device (ErrDestinationBusy), and anything else is
+// refused. A missing path is fine. It lets a caller refuse what a restore
+// would refuse before asking whether to overwrite; Restore checks again
+// (and opens a device with O_EXCL), so nothing relies on it alone.
+func CheckDestination(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("restore destination: %w", err)
+	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
+		return deviceFree(path, fi)
+	case fi.Mode().IsRegular():
+		return fileFree(path, fi)
+	}
+	return fmt.Errorf("restore destination %s is neither a regular file nor a block device", path)
+}
+
 // deviceFree returns ErrDestinationBusy naming the first user of block device
 // path or of one of its partitions: a mount point in this mount namespace
 // or a holder (device-mapper, md, LVM). The kernel's O_EXCL check that

@@ -12,7 +12,8 @@ import (
 
 // A backup's local snapshot (hidden) serves two purposes: it records the
 // snapshot name's id until a CreateSnapshot has answered ready with it
-// (one name, one id, even when the CO's retries outlive the volume), and
+// (one name, one id; after that the name's record in names.go does, also
+// when the CO's retries outlive the volume), and
 // once uploaded it is the FIEMAP base of the chain's next incremental
 // backup. SweepBases deletes those that serve neither: uploaded, reported,
 // and either of a deleted volume (no next backup will come: issue 14, no

@@ -38,14 +38,17 @@ type Manager struct {
 	admit sync.Mutex
 	// sweep serialises SweepBases.
 	sweep sync.Mutex
-	// backupNames records backup snapshot names (names.go).
-	backupNames *nameStore
+	// backupNames and backupGroups record backup snapshot and group
+	// snapshot names (names.go).
+	backupNames, backupGroups *nameStore
 }
 
 // Config is what a Manager needs to know of its node.
 type Config struct {
 	// StateDir holds the restores' checkpoints and seed records
-	// (restores/) and the backups' image records (images/).
+	// (restores/), the backups' image records (images/) and the records
+	// of backup snapshot and group snapshot names (snapshots/, groups/:
+	// names.go).
 	StateDir string
 	// Node names this node in messages.
 	Node string
@@ -59,7 +62,8 @@ type Config struct {
 // (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
 	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool},
-		backupNames: &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")}}
+		backupNames:  &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")},
+		backupGroups: &nameStore{dir: filepath.Join(cfg.StateDir, "groups")}}
 	m.sweepState()
 	return m
 }

@@ -213,3 +213,28 @@ func attach(t *testing.T, img string) string {
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 	return dev
 }
+
+// TestRestoreRefusesFirstWhatForceCannotFix: a restore onto what it refuses
+// even with --force (a directory, a device that is mounted) says so at
+// once, instead of first advising --force (newcomer run); a failure a
+// rerun cannot fix does not say "run again to resume".
+func TestRestoreRefusesFirstWhatForceCannotFix(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newRestoreEnv(t)
+	dir := filepath.Join(e.dir, "a-directory")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	msg := e.c.fails(1, e.args("restore", "s3:lab/x@latest", "--to", dir)...)
+	if strings.Contains(msg, "--force") || !strings.Contains(msg, "neither a regular file nor a block device") {
+		t.Errorf("restore onto a directory: %s", msg)
+	}
+	small := filepath.Join(e.dir, "small.img")
+	if err := os.WriteFile(small, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msg = e.c.fails(1, e.args("restore", "s3:lab/x@latest", "--to", small, "--force")...)
+	if !strings.Contains(msg, "smaller") && !strings.Contains(msg, "needs") || strings.Contains(msg, "run again") {
+		t.Errorf("restore onto a too small file: %s", msg)
+	}
+}

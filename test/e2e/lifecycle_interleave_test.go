@@ -60,7 +60,7 @@ const (
 // idempotent while the snapshot exists), left to its focused tests
 // TestBackupRetryAfterSweepSameID and TestBackupRetryAfterVolumeDeletedSameID
 // so that this test keeps finding others; set it to false once fixed.
-const tolerateSweptRetry = true
+const tolerateSweptRetry = false
 
 // tolerateTempRecords: a kill between the temporary file and the rename of
 // Image.WriteFile leaves a ".image-*" file in the state directory that

@@ -175,7 +175,7 @@ func (s *lcSchedule) nothingLeft() {
 	for _, lv := range lvols {
 		s.fail("left in the pool: %s %s %q labels %v", lv.Kind, lv.ID, lv.Name, lv.Labels)
 	}
-	for _, dir := range []string{"restores", "images"} {
+	for _, dir := range []string{"restores", "images", "snapshots"} {
 		left, _ := filepath.Glob(filepath.Join(s.env.stateDir, dir, "*"))
 		for _, f := range left {
 			if tolerateTempRecords && strings.HasPrefix(filepath.Base(f), ".image-") {
