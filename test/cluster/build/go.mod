@@ -1,6 +1,8 @@
 // Scratch module that builds the Kubernetes binaries for `make e2e-cluster`
-// (test/cluster/build.sh). It is its own module on purpose: the main module
-// never depends on k8s.io/kubernetes. k8s.io/kubernetes replaces its staging
+// (test/cluster/build.sh), and e2e.test, ginkgo and agnhost for
+// `make e2e-k8s-storage` (test/cluster/storage/build.sh; the ginkgo CLI
+// is why ginkgo is required here). It is its own module on purpose: the
+// main module never depends on k8s.io/kubernetes. k8s.io/kubernetes replaces its staging
 // modules with local paths that do not exist in the module zip, so each one is
 // pinned here to its published v0.37.x tag. sample-cli-plugin and
 // sample-controller are not served and no binary we build needs them.

@@ -31,7 +31,8 @@ busybox_layer() {
 
 # e2e_images: busybox (also standing in for nginx: the suite only runs
 # shell commands in it), agnhost (the Go binary at /agnhost over the
-# Debian base the driver's image uses: hostexec pods need nsenter and sh),
+# Debian base the driver's image uses: hostexec pods need nsenter and sh;
+# storage/nsenter-hostexec.sh stands in front of nsenter, see there),
 # glibc-dns-testing (a Debian image upstream: the multiVolume specs run
 # sh, dd and md5sum in it; here the same Debian base) and the pause image.
 e2e_images() {
@@ -42,6 +43,8 @@ e2e_images() {
   make_image "$E2E_NGINX" '["/bin/sh"]' "$L/busybox-e2e.tar"
   local d; d=$(mktemp -d "$CACHE/layer.XXXXXX")
   cp "$BIN/agnhost" "$d/agnhost"
+  mkdir -p "$d/usr/local/sbin"
+  cp "$HERE/storage/nsenter-hostexec.sh" "$d/usr/local/sbin/nsenter"
   layer_from_dir "$d" "$L/agnhost.tar"
   rm -rf "$d"
   make_image "$E2E_AGNHOST" '["/agnhost"]' "$(rootfs_layer)" "$L/agnhost.tar"

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""summary.py SKIPFILE FOCUS RUN=JUNIT...: the counts of `make e2e-k8s-storage`.
+"""summary.py SKIPFILE [NAME FOCUS JUNIT]...: the counts of `make e2e-k8s-storage`.
 
-For each run (name=path of the junit_01.xml e2e.test wrote), the specs its
-focus selected: passed, failed (with names), skipped by reason. A spec the
+For each run (its name, its ginkgo focus regexp and the junit_01.xml
+e2e.test wrote), the specs its focus selected: passed, failed (with names), skipped by reason. A spec the
 skip list (SKIPFILE: "REGEX # reason" lines) deselects counts under that
 reason; one the suite skipped itself counts under the suite's message (e.g.
 a capability chainvol does not claim, a test pattern for another volume
-type). Specs outside FOCUS (other drivers, other suites) are not counted.
+type). Specs outside the run's focus (other drivers, other suites, the
+specs the backup run does not repeat) are not counted.
 The last line is the total: "k8s-storage: N passed, N failed, N skipped".
 Exit status 1 if any spec failed or a report is missing.
 """
@@ -36,11 +37,11 @@ def runtime_reason(msg):
 
 
 def main():
-    skips, focus = skip_list(sys.argv[1]), re.compile(sys.argv[2])
+    skips, runs = skip_list(sys.argv[1]), sys.argv[2:]
     tot = collections.Counter()
     rc = 0
-    for arg in sys.argv[3:]:
-        name, _, path = arg.partition("=")
+    for i in range(0, len(runs) - 2, 3):
+        name, focus, path = runs[i], re.compile(runs[i + 1]), runs[i + 2]
         try:
             cases = ET.parse(path).getroot().iter("testcase")
         except (OSError, ET.ParseError) as e:
