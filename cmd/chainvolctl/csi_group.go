@@ -81,14 +81,8 @@ func (a *app) newCSIGroupGetCmd(f *csiFlags) *cobra.Command {
 		Example: "  chainvolctl csi group get GROUP_ID -o json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			secrets, err := s.load()
-			if err != nil {
-				return err
-			}
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				cctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				resp, err := csi.NewGroupControllerClient(c.conn).GetVolumeGroupSnapshot(cctx,
+			return f.groupCall(cmd.Context(), &s, func(ctx context.Context, g csi.GroupControllerClient, secrets map[string]string) error {
+				resp, err := g.GetVolumeGroupSnapshot(ctx,
 					&csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: argv[0], SnapshotIds: snaps, Secrets: secrets})
 				if err != nil {
 					return explainCSI(err)
@@ -112,14 +106,8 @@ func (a *app) newCSIGroupDeleteCmd(f *csiFlags) *cobra.Command {
 		Example: "  chainvolctl csi group delete GROUP_ID --snapshot SNAP_A --snapshot SNAP_B",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			secrets, err := s.load()
-			if err != nil {
-				return err
-			}
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				cctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				_, err := csi.NewGroupControllerClient(c.conn).DeleteVolumeGroupSnapshot(cctx,
+			return f.groupCall(cmd.Context(), &s, func(ctx context.Context, g csi.GroupControllerClient, secrets map[string]string) error {
+				_, err := g.DeleteVolumeGroupSnapshot(ctx,
 					&csi.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: argv[0], SnapshotIds: snaps, Secrets: secrets})
 				if err != nil {
 					return explainCSI(err)
@@ -132,6 +120,21 @@ func (a *app) newCSIGroupDeleteCmd(f *csiFlags) *cobra.Command {
 	cmd.Flags().StringArrayVar(&snaps, "snapshot", nil, "a member snapshot id (repeatable)")
 	s.add(cmd.Flags())
 	return cmd
+}
+
+// groupCall loads the secrets of s and runs do on the GroupController
+// service of the driver at f, within f's timeout: what get and delete share.
+func (f *csiFlags) groupCall(ctx context.Context, s *secretFlags,
+	do func(ctx context.Context, g csi.GroupControllerClient, secrets map[string]string) error) error {
+	secrets, err := s.load()
+	if err != nil {
+		return err
+	}
+	return f.call(ctx, func(ctx context.Context, c *csiClient) error {
+		cctx, cancel := f.withTimeout(ctx)
+		defer cancel()
+		return do(cctx, csi.NewGroupControllerClient(c.conn), secrets)
+	})
 }
 
 // emitGroup prints a group: its id alone with quiet, JSON with -o json,
