@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -181,4 +182,28 @@ func (r *Repo) locateBlock(ctx context.Context, chain string, d digest, avoid ma
 		return "", fmt.Errorf("object %s: %w", plain, store.ErrObjectNotFound)
 	}
 	return found, nil
+}
+
+// ConfirmBackup finishes the commit of backup id of chain whose writer
+// stopped after creating its manifest (a restart): it confirms, as Backup
+// does before reporting ready, that every block has an object no gc may
+// still delete, storing again from source (the snapshot the backup was
+// made of) what is missing or condemned. Only then may the backup be
+// reported ready. Errors: ErrBackupNotFound, ErrCorruptBlock (source no
+// longer holds the backup's bytes: the backup must be made again),
+// ErrChainBusy, store and I/O errors.
+func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) error {
+	cfg, path, blocks, err := r.resolve(ctx, chain, id)
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(source)
+	if err != nil {
+		return fmt.Errorf("open backup source: %w", err)
+	}
+	defer src.Close()
+	m := path[0]
+	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
+		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks}
+	return j.confirm(ctx, m)
 }

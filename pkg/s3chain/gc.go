@@ -12,16 +12,16 @@ import (
 
 // GC deletes block objects that no manifest of their chain references,
 // safely against any number of concurrent backups, deletes, restores and
-// other GCs (FORMAT.md §7). Per chain it writes a gc lock and then lists
-// the chain's locks: a live writer lock (a backup in progress, which may
-// reuse any stored block) makes it skip the chain; a writer that starts
-// later sees the gc lock and waits. Writer locks not refreshed within the
-// lease TTL are abandoned and deleted (their backup fails rather than
-// commit). Only then are blocks and manifests listed, and unreferenced
-// blocks older than o.MinAge deleted while the gc lease holds. A chain
-// with an unreadable manifest is left alone (its references are unknown).
-// Errors: ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrLeaseLost,
-// store errors.
+// other GCs, whatever pauses or clock steps occur (FORMAT.md §7). Per
+// chain it takes a gc lock and skips the chain while a live writer lock
+// exists (progress only); lists the blocks and reads every manifest;
+// writes a doom record of the unreferenced objects older than o.MinAge;
+// reads every manifest again; deletes what is still unreferenced, and
+// removes its doom record once every delete was answered. A writer that
+// commits after the second read finds the record and stores what it needs
+// under other keys. A chain with an unreadable manifest is left alone;
+// configs are never deleted. Errors: ErrInvalidChain, ErrWrongKey,
+// ErrInvalidManifest, ErrLeaseLost, store errors.
 func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 	var st GCStats
 	chains := []string{o.Chain}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"slices"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
