@@ -46,6 +46,9 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 			return st, fmt.Errorf("gc chain %q: %w", chain, err)
 		}
 	}
+	if err := r.sweepTemps(ctx, o, &st); err != nil {
+		return st, err
+	}
 	if o.Chain != "" || o.DryRun {
 		return st, nil
 	}

@@ -27,6 +27,9 @@ const (
 	OpStat        Op = "stat"
 	OpDelete      Op = "delete"
 	OpList        Op = "list"
+	// OpSweepTemps is store.TempSweeper's SweepTemps (key ""), only
+	// called when the inner store has it.
+	OpSweepTemps Op = "sweep-temps"
 )
 
 // Fault is one injected failure rule of a Faulty store. A call matches
@@ -75,7 +78,10 @@ type Faulty struct {
 	noCond bool // PutIfAbsent answers store.ErrNotAtomic
 }
 
-var _ store.Store = (*Faulty)(nil)
+var (
+	_ store.Store       = (*Faulty)(nil)
+	_ store.TempSweeper = (*Faulty)(nil)
+)
 
 // NewFaulty wraps inner with no faults yet.
 func NewFaulty(inner store.Store) *Faulty {
@@ -300,6 +306,21 @@ func (f *Faulty) Delete(ctx context.Context, key string) error {
 // List lists through inner unless a fault fires (matched on prefix).
 func (f *Faulty) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	return f.call(ctx, OpList, prefix, func() error { return f.inner.List(ctx, prefix, fn) })
+}
+
+// SweepTemps sweeps inner's temporary files unless a fault fires. Over a
+// store without the capability (Mem) it does nothing and is no call: no
+// counted request, no fault, as if Faulty had no such method.
+func (f *Faulty) SweepTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (files int, bytes int64, err error) {
+	ts, ok := f.inner.(store.TempSweeper)
+	if !ok {
+		return 0, 0, nil
+	}
+	err = f.call(ctx, OpSweepTemps, "", func() (err error) {
+		files, bytes, err = ts.SweepTemps(ctx, olderThan, dryRun)
+		return err
+	})
+	return files, bytes, err
 }
 
 // String returns "faulty+" and inner's String.
