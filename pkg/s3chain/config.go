@@ -84,8 +84,8 @@ func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockS
 
 // createChain writes a new config of FormatVersion (block digest BLAKE3)
 // with PutIfAbsent, so that two writers creating one chain agree on its
-// secret: the loser reads the winner's. On a store without atomic create the config is read back, and
-// every commit checks it is still the one it used (checkConfig).
+// secret: the loser reads the winner's. A store without atomic create is
+// refused (errNoConditionalWrites): nothing is written.
 func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (*chainConfig, error) {
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
@@ -110,7 +110,7 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 	}
 	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
 	if errors.Is(err, store.ErrNotAtomic) {
-		err = r.createConfigNotAtomic(ctx, chain, data)
+		return nil, errNoConditionalWrites(chain, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return nil, fmt.Errorf("write config of chain %q: %w", chain, err)
@@ -119,29 +119,16 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 	return r.loadConfig(ctx, chain, false, 0)
 }
 
-// createConfigNotAtomic creates the config on a store without atomic
-// create: if none exists, write it with a deadline of a quarter lease TTL,
-// then wait that long again before reading back. Every racing creator
-// checked for a config before our write and its write is bounded by the
-// same deadline, so all of them have landed by then and every creator
-// reads the same, last one (request latency assumption of FORMAT.md §7).
-func (r *Repo) createConfigNotAtomic(ctx context.Context, chain string, data []byte) error {
-	settle := r.lease / 4
-	if _, err := r.store.Stat(ctx, configKey(chain)); !errors.Is(err, store.ErrObjectNotFound) {
-		return store.ErrObjectExists
-	}
-	pctx, cancel := context.WithTimeout(ctx, settle)
-	err := r.store.Put(pctx, configKey(chain), data)
-	cancel()
-	if err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(settle):
-	}
-	return nil
+// errNoConditionalWrites is createChain's refusal on a store whose
+// PutIfAbsent answered cause (a store.ErrNotAtomic): it wraps
+// store.ErrBadTarget and cause. Without atomic create two writers can make
+// two configs (two secrets) for one chain, and a backup made with the
+// loser's keys would not restore; the old read-back fallback relied on
+// request timing. The fix is on the target's side, so the message names it.
+func errNoConditionalWrites(chain string, cause error) error {
+	return fmt.Errorf("%w: chain %q not created: the target ignores conditional writes (S3 PutObject with If-None-Match: *), "+
+		"which chainvol needs to write backups safely; use an S3 server that supports them (AWS S3, MinIO since 2024, versitygw), "+
+		"or for a directory target a filesystem with hard links: %w", store.ErrBadTarget, chain, cause)
 }
 
 // openConfig decodes a config object and opens its keys.
@@ -197,9 +184,9 @@ func (r *Repo) openSecret(cfg *chainConfig) ([]byte, error) {
 }
 
 // checkConfig fails with ErrChainBusy if the chain's stored config is no
-// longer cfg (removed by gc with the chain's last backup, or replaced by a
-// racing creator on a store without atomic create): what was written with
-// cfg's keys would not restore. The cached config is dropped.
+// longer cfg (removed by gc with the chain's last backup, or replaced by
+// anyone who can write the bucket): what was written with cfg's keys would
+// not restore. The cached config is dropped.
 func (r *Repo) checkConfig(ctx context.Context, cfg *chainConfig) error {
 	data, err := r.store.GetMax(ctx, configKey(cfg.Chain), maxConfigBytes)
 	if err != nil && !errors.Is(err, store.ErrObjectNotFound) {

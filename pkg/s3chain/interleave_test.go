@@ -95,16 +95,6 @@ func parallel(t *testing.T, n int, run func(k int)) {
 	wg.Wait()
 }
 
-// TestChainProtocolNoConditionalWrites runs schedules on a store whose
-// PutIfAbsent is not atomic (the fallback path).
-func TestChainProtocolNoConditionalWrites(t *testing.T) {
-	n := max(envInt("CHAINVOL_SCHEDULES", 2000)/10, 20)
-	seed := uint64(envInt("CHAINVOL_SEED", int(time.Now().UnixNano()%1e9)))
-	parallel(t, n, func(k int) {
-		runSchedule(t, storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites(), seed+uint64(k), 80*time.Millisecond, k%2 == 1)
-	})
-}
-
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
