@@ -36,6 +36,9 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 	}
 	defer l.release(ctx)
 	j.lease = l
+	if err := r.checkOwner(lctx, j.cfg, &o); err != nil {
+		return nil, BackupStats{}, err
+	}
 	m, err := j.do(lctx, start)
 	if cause := context.Cause(lctx); err != nil && errLeaseGone(cause) && ctx.Err() == nil {
 		err = cause
@@ -87,7 +90,7 @@ func (r *Repo) holdConfigured(ctx context.Context, j *backupJob) (*lease, contex
 		if !errors.Is(err, ErrChainBusy) {
 			return nil, nil, err
 		}
-		if j.cfg, err = r.chain(ctx, j.o.Chain, true, newChainBlockSize(j.o.BlockSize, j.size)); err != nil {
+		if j.cfg, err = r.chain(ctx, j.o.Chain, &newChain{newChainBlockSize(j.o.BlockSize, j.size), j.o.Owner}); err != nil {
 			return nil, nil, err
 		}
 		if j.bs = j.cfg.BlockSize; (j.size+j.bs-1)/j.bs > MaxBlocks {
@@ -137,7 +140,7 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 	if err := j.openFiles(); err != nil {
 		return nil, err
 	}
-	if j.cfg, err = r.chain(ctx, o.Chain, true, newChainBlockSize(o.BlockSize, j.size)); err != nil {
+	if j.cfg, err = r.chain(ctx, o.Chain, &newChain{newChainBlockSize(o.BlockSize, j.size), o.Owner}); err != nil {
 		return nil, err
 	}
 	j.bs = j.cfg.BlockSize

@@ -193,7 +193,7 @@ func (j *backupJob) manifest(start time.Time) *Manifest {
 	o := j.o
 	m := &Manifest{FormatVersion: FormatVersion, Chain: o.Chain, ID: j.id, CreatedAt: start.UTC(),
 		SizeBytes: j.size, BlockSize: j.bs, VolumeMode: o.VolumeMode, FSType: o.FSType,
-		SourceVolume: o.SourceVolume, Node: o.Node, GroupID: o.GroupID, Member: o.Member,
+		SourceVolume: o.SourceVolume, Node: o.Node, GroupID: o.GroupID, Member: o.Member, Owner: o.Owner,
 		StoredBytes: j.stored.Load(), Blocks: []BlockRef{}}
 	if j.parent != nil {
 		m.ParentID = j.parent.ID
@@ -257,6 +257,9 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 	err := l.held(ctx)
 	if err == nil {
 		err = j.confirm(ctx, m)
+	}
+	if err == nil {
+		err = r.stillOwner(ctx, j.cfg, j.o)
 	}
 	if err != nil {
 		r.retract(ctx, m)

@@ -70,7 +70,7 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 // tombstones found: true for one that deletes the manifest stored under its
 // id, false for one left behind.
 func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map[string]bool, error) {
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if errors.Is(err, ErrBackupNotFound) {
 		return nil, nil, nil
 	}
@@ -144,7 +144,7 @@ func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest,
 	if err := ValidBackupID(backupID); err != nil {
 		return nil, err
 	}
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return nil, err
 	}

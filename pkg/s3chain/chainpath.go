@@ -101,7 +101,7 @@ func allocatedBytes(size, blockSize int64, blocks []digest) int64 {
 // the map against the manifest's VolumeDigest, all before any byte is
 // written anywhere.
 func (r *Repo) resolve(ctx context.Context, chain, backupID string) (*chainConfig, []*Manifest, []digest, error) {
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -29,6 +29,10 @@ type chainConfig struct {
 	// plain when the chain is not encrypted, else sealed (nonce || AES-GCM).
 	DigestKey []byte `json:"digestKey,omitempty"`
 	Secret    []byte `json:"secret,omitempty"`
+	// Owner names the source the chain is the history of (its first
+	// backup's writer, BackupOptions.Owner); "" for chains made without
+	// one, or before version 3 (FORMAT.md §3).
+	Owner string `json:"owner,omitempty"`
 
 	keys chainKeys
 	raw  []byte // the stored bytes, to notice a config replaced under us
@@ -43,11 +47,19 @@ const (
 	maxConfigBytes = 64 << 10
 )
 
-// chain returns the opened config of chain. When create is set and the
-// chain has none, it makes one with blockSize (0 = DefaultBlockSize).
-// Errors: ErrBackupNotFound (no such chain, create unset), ErrWrongKey,
-// ErrFormatVersion, ErrInvalidOptions (blockSize differs from the chain's).
-func (r *Repo) chain(ctx context.Context, chain string, create bool, blockSize int64) (*chainConfig, error) {
+// newChain is what a backup asks of a chain it may create: a block size
+// (bytes; 0 = the chain's, or DefaultBlockSize for a new chain) and the
+// owner recorded in a new config (FORMAT.md §3; "" for none).
+type newChain struct {
+	blockSize int64
+	owner     string
+}
+
+// chain returns the opened config of chain. With create set, a chain that
+// has none gets one made from it. Errors: ErrBackupNotFound (no such chain,
+// create nil), ErrWrongKey, ErrFormatVersion, ErrInvalidOptions (a block
+// size that differs from the chain's).
+func (r *Repo) chain(ctx context.Context, chain string, create *newChain) (*chainConfig, error) {
 	if err := ValidChainName(chain); err != nil {
 		return nil, err
 	}
@@ -56,24 +68,24 @@ func (r *Repo) chain(ctx context.Context, chain string, create bool, blockSize i
 	r.mu.Unlock()
 	if cfg == nil {
 		var err error
-		if cfg, err = r.loadConfig(ctx, chain, create, blockSize); err != nil {
+		if cfg, err = r.loadConfig(ctx, chain, create); err != nil {
 			return nil, err
 		}
 		r.mu.Lock()
 		r.configs[chain] = cfg
 		r.mu.Unlock()
 	}
-	if blockSize != 0 && blockSize != cfg.BlockSize {
-		return nil, fmt.Errorf("%w: block size %d bytes differs from chain %q's %d", ErrInvalidOptions, blockSize, chain, cfg.BlockSize)
+	if create != nil && create.blockSize != 0 && create.blockSize != cfg.BlockSize {
+		return nil, fmt.Errorf("%w: block size %d bytes differs from chain %q's %d", ErrInvalidOptions, create.blockSize, chain, cfg.BlockSize)
 	}
 	return cfg, nil
 }
 
-func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockSize int64) (*chainConfig, error) {
+func (r *Repo) loadConfig(ctx context.Context, chain string, create *newChain) (*chainConfig, error) {
 	data, err := r.store.GetMax(ctx, configKey(chain), maxConfigBytes)
 	switch {
-	case errors.Is(err, store.ErrObjectNotFound) && create:
-		return r.createChain(ctx, chain, blockSize)
+	case errors.Is(err, store.ErrObjectNotFound) && create != nil:
+		return r.createChain(ctx, chain, *create)
 	case errors.Is(err, store.ErrObjectNotFound):
 		return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
 	case err != nil:
@@ -86,7 +98,8 @@ func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockS
 // with PutIfAbsent, so that two writers creating one chain agree on its
 // secret: the loser reads the winner's. A store without atomic create is
 // refused (errNoConditionalWrites): nothing is written.
-func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (*chainConfig, error) {
+func (r *Repo) createChain(ctx context.Context, chain string, spec newChain) (*chainConfig, error) {
+	blockSize := spec.blockSize
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
 	}
@@ -94,7 +107,8 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	cfg := &chainConfig{FormatVersion: FormatVersion, Chain: chain, BlockSize: blockSize,
-		CreatedAt: time.Now().UTC(), Digest: configDigest(FormatVersion), Compression: "zstd", Encryption: encNone}
+		CreatedAt: time.Now().UTC(), Digest: configDigest(FormatVersion), Compression: "zstd", Encryption: encNone,
+		Owner: spec.owner}
 	secret := make([]byte, digestKeyLen)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -116,7 +130,7 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 		return nil, fmt.Errorf("write config of chain %q: %w", chain, err)
 	}
 	// Whoever won, the stored config is the chain's.
-	return r.loadConfig(ctx, chain, false, 0)
+	return r.loadConfig(ctx, chain, nil)
 }
 
 // errNoConditionalWrites is the refusal (of createChain and of a manifest

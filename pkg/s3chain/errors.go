@@ -41,6 +41,10 @@ var (
 	// the chain, or a racing writer changed what this one relied on); the
 	// same call may succeed later (retryable: gRPC Aborted).
 	ErrChainBusy = errors.New("chain busy, retry later")
+	// ErrChainOwned: the chain is the history of another source than the
+	// backup's (BackupOptions.Owner); the message names both owners and
+	// the ways out (a chain of its own, or a takeover).
+	ErrChainOwned = errors.New("chain belongs to another source")
 	// ErrLeaseLost: a backup's in-progress marker was not refreshed in time
 	// and may have been taken over by gc; the backup is not committed
 	// (retryable).

@@ -44,7 +44,7 @@ func CreateV2ConfigForTest(ctx context.Context, r *Repo, chain string, blockSize
 // layouts are one (FORMAT.md §4.1), so only formatVersion and the MAC
 // change.
 func DowngradeChainV2ForTest(ctx context.Context, r *Repo, chain string) error {
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func DowngradeChainV2ForTest(ctx context.Context, r *Repo, chain string) error {
 // that became zero), links to the parent's digest and carries a MAC under
 // the digest key.
 func DowngradeChainForTest(ctx context.Context, r *Repo, chain string) error {
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return err
 	}

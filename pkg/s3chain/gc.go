@@ -74,7 +74,7 @@ func (r *Repo) dropOrphanLocks(ctx context.Context, chains []string) error {
 }
 
 func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCStats) error {
-	if _, err := r.chain(ctx, chain, false, 0); err != nil {
+	if _, err := r.chain(ctx, chain, nil); err != nil {
 		return err
 	}
 	st.Chains++

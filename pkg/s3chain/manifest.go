@@ -53,6 +53,8 @@ type Manifest struct {
 	Node         string `json:"node"`
 	GroupID      string `json:"groupId"`
 	Member       string `json:"member"`
+	// Owner is the writer's BackupOptions.Owner (version 3; "" if none).
+	Owner string `json:"owner,omitempty"`
 	// Blocks, sorted by index: version 2, every non-zero block of the
 	// volume image; version 1, every non-zero block (full backup) or every
 	// block changed since the parent (a zero entry: it became all-zero).

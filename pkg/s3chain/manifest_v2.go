@@ -28,6 +28,7 @@ type manifestV2 struct {
 	Node           string    `json:"node"`
 	GroupID        string    `json:"groupId"`
 	Member         string    `json:"member"`
+	Owner          string    `json:"owner,omitempty"` // version 3 only
 	Blocks         []byte    `json:"blocks"`
 	ImageBlocks    int       `json:"imageBlocks"`
 	ChangedBlocks  int       `json:"changedBlocks"`
@@ -45,7 +46,7 @@ const v2EntryLen = 4 + 32
 func encodeV2(m *Manifest) []byte {
 	w := manifestV2{FormatVersion: m.FormatVersion, Chain: m.Chain, ID: m.ID, ParentID: m.ParentID, CreatedAt: m.CreatedAt,
 		SizeBytes: m.SizeBytes, BlockSize: m.BlockSize, VolumeMode: m.VolumeMode, FSType: m.FSType,
-		SourceVolume: m.SourceVolume, Node: m.Node, GroupID: m.GroupID, Member: m.Member,
+		SourceVolume: m.SourceVolume, Node: m.Node, GroupID: m.GroupID, Member: m.Member, Owner: m.Owner,
 		Blocks: packBlocks(m.Blocks), ImageBlocks: len(m.Blocks), ChangedBlocks: m.DataBlocks,
 		ZeroedBlocks: m.ZeroBlocks, ChangedBytes: m.DataBytes, StoredBytes: m.StoredBytes,
 		AllocatedBytes: m.AllocatedBytes, VolumeDigest: m.VolumeDigest, MAC: m.MAC}
@@ -77,12 +78,15 @@ func decodeV2(data []byte) (*Manifest, error) {
 	}
 	m := &Manifest{FormatVersion: w.FormatVersion, Chain: w.Chain, ID: w.ID, ParentID: w.ParentID, CreatedAt: w.CreatedAt,
 		SizeBytes: w.SizeBytes, BlockSize: w.BlockSize, VolumeMode: w.VolumeMode, FSType: w.FSType,
-		SourceVolume: w.SourceVolume, Node: w.Node, GroupID: w.GroupID, Member: w.Member,
+		SourceVolume: w.SourceVolume, Node: w.Node, GroupID: w.GroupID, Member: w.Member, Owner: w.Owner,
 		DataBlocks: w.ChangedBlocks, ZeroBlocks: w.ZeroedBlocks, DataBytes: w.ChangedBytes,
 		StoredBytes: w.StoredBytes, AllocatedBytes: w.AllocatedBytes, VolumeDigest: w.VolumeDigest, MAC: w.MAC}
 	bad := m.badManifest()
 	if err := m.validateCommon(bad); err != nil {
 		return nil, err
+	}
+	if w.Owner != "" && w.FormatVersion < 3 {
+		return nil, bad("a version-%d manifest has no owner field", w.FormatVersion)
 	}
 	if len(w.Blocks)%v2EntryLen != 0 || len(w.Blocks)/v2EntryLen != w.ImageBlocks {
 		return nil, bad("block list of %d bytes does not hold %d entries", len(w.Blocks), w.ImageBlocks)

@@ -70,6 +70,13 @@ type BackupOptions struct {
 	// BackupID is optional; the default is the UTC creation time like
 	// 20261129T101500Z, made unique in the chain.
 	BackupID string
+	// Owner names the source this chain is the history of (the driver:
+	// its cluster; chainvolctl: host and source), recorded in the chain
+	// and its manifests (FORMAT.md §3.3). A backup by another owner than
+	// the chain's is ErrChainOwned, unless TakeOver (a planned migration:
+	// the chain then belongs to Owner). "" skips the check.
+	Owner    string
+	TakeOver bool
 	// Progress, if set, is called from any goroutine as blocks finish.
 	Progress func(Progress)
 }

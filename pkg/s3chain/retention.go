@@ -24,7 +24,7 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	if err := ValidBackupID(backupID); err != nil {
 		return err
 	}
-	cfg, err := r.chain(ctx, chain, false, 0)
+	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,121 @@
+package s3chain_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+)
+
+// TestChainOwnerRefusesAnotherSource: two sources backing up to one chain
+// name (two clusters with the same claim, or another disk given the same
+// --chain): the second is refused with ErrChainOwned naming both owners,
+// writes no manifest, and the chain's latest still restores the first
+// source's bytes.
+func TestChainOwnerRefusesAnotherSource(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRepo(t, storetest.NewMem(), nil)
+	const chain = "shop/db"
+	a := newTestVolume(t, filepath.Join(dir), 8*doomBS, doomBS, 11)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: a.path, BlockSize: doomBS, Owner: "cluster/one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Owner != "cluster/one" {
+		t.Fatalf("manifest owner %q", m.Owner)
+	}
+	bdir := filepath.Join(dir, "b")
+	if err := os.Mkdir(bdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestVolume(t, bdir, 12*doomBS, doomBS, 12)
+	_, _, err = r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: b.path, Parent: m.ID, Owner: "cluster/two"})
+	if !errors.Is(err, s3chain.ErrChainOwned) || !strings.Contains(err.Error(), "cluster/one") || !strings.Contains(err.Error(), "cluster/two") {
+		t.Fatalf("backup by another owner = %v, want ErrChainOwned naming both", err)
+	}
+	ms, _ := r.Backups(ctx, chain)
+	if len(ms) != 1 {
+		t.Fatalf("%d backups after the refusal, want 1", len(ms))
+	}
+	if got, _, _ := restoreSHA(t, r, chain, "latest", dir); got != fileSHA(t, a.path, a.size) {
+		t.Fatal("latest does not restore the owner's bytes")
+	}
+	// The owner goes on as before.
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: a.path, Parent: m.ID, Owner: "cluster/one"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChainOwnerTakeOver: a planned migration takes the chain over (by the
+// backup's flag or Repo.TakeOver); from then on the previous owner is
+// refused and the new one continues the chain incrementally.
+func TestChainOwnerTakeOver(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRepo(t, storetest.NewMem(), nil)
+	const chain = "shop/db"
+	v := newTestVolume(t, dir, 8*doomBS, doomBS, 13)
+	m1, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, BlockSize: doomBS, Owner: "cluster/one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, Parent: m1.ID, Owner: "cluster/two", TakeOver: true})
+	if err != nil {
+		t.Fatalf("takeover backup: %v", err)
+	}
+	if owner, _ := r.Owner(ctx, chain); owner != "cluster/two" {
+		t.Fatalf("owner after the takeover %q", owner)
+	}
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, Parent: m2.ID, Owner: "cluster/one"}); !errors.Is(err, s3chain.ErrChainOwned) {
+		t.Fatalf("backup of the previous owner = %v, want ErrChainOwned", err)
+	}
+	prev, err := r.TakeOver(ctx, chain, "cluster/one")
+	if err != nil || prev != "cluster/two" {
+		t.Fatalf("TakeOver = %q, %v", prev, err)
+	}
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, Parent: m2.ID, Owner: "cluster/one"}); err != nil {
+		t.Fatalf("backup after taking it back: %v", err)
+	}
+}
+
+// TestChainOwnerClaimRace: writers of different owners claiming a chain
+// made without an owner (an older version's) at once: exactly one wins.
+func TestChainOwnerClaimRace(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRepo(t, storetest.NewMem(), nil)
+	const chain = "old/chain"
+	v := newTestVolume(t, dir, 4*doomBS, doomBS, 14)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, BlockSize: doomBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			ri := newRepo(t, r.Store(), nil)
+			_, _, errs[i] = ri.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, Parent: m.ID, Owner: "host/" + string(rune('a'+i))})
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, s3chain.ErrChainOwned):
+			t.Fatalf("claim: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d owners won the claim of an unowned chain, want 1 (%v)", won, errs)
+	}
+}
