@@ -152,7 +152,9 @@ func (fw *fenceWorld) missing(repo *s3chain.Repo, r fenceReady) string {
 }
 
 // isBlock, isConfig and isLock(kind) match keys of fw's chain.
-func (fw *fenceWorld) isBlock(k string) bool { return strings.HasPrefix(k, s3chain.BlockPrefix(fw.chain)) }
+func (fw *fenceWorld) isBlock(k string) bool {
+	return strings.HasPrefix(k, s3chain.BlockPrefix(fw.chain))
+}
 
 func (fw *fenceWorld) isConfig(k string) bool { return k == "chains/"+fw.enc()+".json" }
 

@@ -47,7 +47,7 @@ type world struct {
 	t     *testing.T
 	dir   string
 	store *storetest.Faulty // the shared store; each writer has a view of it
-	pool  [][]byte // block contents images are drawn from (heavy dedup)
+	pool  [][]byte          // block contents images are drawn from (heavy dedup)
 	ttl   time.Duration
 	seed  uint64
 
