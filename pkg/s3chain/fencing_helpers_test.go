@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ type fenceWorld struct {
 	dir   string
 	chain string
 	ttl   time.Duration
+
+	mu    sync.Mutex // actors back up concurrently
 	files int
 	ready []fenceReady
 }
@@ -68,8 +71,10 @@ func (fw *fenceWorld) image(seed uint64, n int) [][]byte {
 // backup backs image up with repo (on parent, if any) and records it as
 // ready when Backup says so.
 func (fw *fenceWorld) backup(repo *s3chain.Repo, image [][]byte, parent string) (*s3chain.Manifest, error) {
+	fw.mu.Lock()
 	fw.files++
 	path := filepath.Join(fw.dir, fmt.Sprintf("src%d", fw.files))
+	fw.mu.Unlock()
 	data := slices.Concat(image...)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		fw.t.Fatal(err)
@@ -78,7 +83,9 @@ func (fw *fenceWorld) backup(repo *s3chain.Repo, image [][]byte, parent string) 
 	m, _, err := repo.Backup(context.Background(), s3chain.BackupOptions{Chain: fw.chain, Source: path,
 		BlockSize: fenceBS, Parent: parent, Workers: 2})
 	if err == nil {
+		fw.mu.Lock()
 		fw.ready = append(fw.ready, fenceReady{m.ID, sha(data)})
+		fw.mu.Unlock()
 	}
 	return m, err
 }
