@@ -102,6 +102,10 @@ type gcResult struct {
 	YoungBlocks   int   `json:"youngBlocks"`
 	// OtherKeyChains were not collected: the key given does not open them.
 	OtherKeyChains int `json:"otherKeyChains"`
+	// TempFiles are killed writers' temporary files of a file target
+	// deleted (gc of every chain only), TempBytes their bytes.
+	TempFiles int   `json:"tempFiles"`
+	TempBytes int64 `json:"tempBytes"`
 }
 
 func (a *app) newGCCmd() *cobra.Command {
@@ -111,7 +115,9 @@ func (a *app) newGCCmd() *cobra.Command {
 		Use:   "gc",
 		Short: "Delete blocks no backup references any more",
 		Long: `Garbage-collect a target: delete the block objects that no backup's manifest
-references (left by 'backup rm' or by interrupted backups). Chains with a
+references (left by 'backup rm' or by interrupted backups), and in a file
+target the temporary files of writers killed mid-write, once older than
+max(--min-age, 1h) (not with --chain). Chains with a
 backup in progress are skipped, and so are chains the given key does not open
 (a target may hold chains under several keys, and unencrypted ones, which a
 key does not open either: run gc once per key, and once without).
@@ -131,13 +137,16 @@ key does not open either: run gc once per key, and once without).
 			}
 			return a.emit(cmd, gcResult{DryRun: o.DryRun, Chains: st.Chains, SkippedChains: st.SkippedChains,
 				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks,
-				OtherKeyChains: st.OtherKeyChains}, func(w io.Writer) error {
+				OtherKeyChains: st.OtherKeyChains, TempFiles: st.TempFiles, TempBytes: st.TempBytes}, func(w io.Writer) error {
 				verb := "deleted"
 				if o.DryRun {
 					verb = "would delete"
 				}
 				_, err := fmt.Fprintf(w, "%d chains (%d skipped: backup in progress), %d blocks: %s %d blocks (%s); %d unreferenced but younger than --min-age\n",
 					st.Chains, st.SkippedChains, st.Blocks, verb, st.DeletedBlocks, bytesStr(st.DeletedBytes), st.YoungBlocks)
+				if err == nil && st.TempFiles > 0 {
+					_, err = fmt.Fprintf(w, "%s %d temporary files of killed writers (%s)\n", verb, st.TempFiles, bytesStr(st.TempBytes))
+				}
 				if err == nil && st.OtherKeyChains > 0 {
 					_, err = fmt.Fprintf(w, "%d chains that need another key (or none) were left alone: run gc with their key (or without one) too\n", st.OtherKeyChains)
 				}

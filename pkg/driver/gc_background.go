@@ -148,9 +148,11 @@ func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]s
 		result = "skipped"
 		klog.InfoS("background gc skipped: a backup of the chain is running; retried a -gc-delay later", "target", k.target, "chain", k.chain)
 	default:
+		// tempFiles/tempBytes stay 0 while this gc is of one chain (a
+		// killed writer's temporary files go with a gc of every chain).
 		klog.InfoS("background gc done", "target", k.target, "chain", k.chain, "blocks", st.Blocks,
 			"deletedBlocks", st.DeletedBlocks, "deletedBytes", st.DeletedBytes, "youngBlocks", st.YoungBlocks,
-			"minAge", d.gc.minAge, "duration", time.Since(start))
+			"tempFiles", st.TempFiles, "tempBytes", st.TempBytes, "minAge", d.gc.minAge, "duration", time.Since(start))
 	}
 	if d.gcMetrics != nil {
 		d.gcMetrics.runs.WithLabelValues(result).Inc()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,27 +226,21 @@ func (j *backupJob) stats(m *Manifest, d time.Duration) BackupStats {
 		ZeroBlocks: int(j.zero.Load()), DedupBlocks: int(j.dedup.Load()), Duration: d}
 }
 
-// commitBackup creates m's manifest while the writer lease l holds: with
-// PutIfAbsent, so a backup never replaces another (a taken default id moves
-// to the next free one; a taken requested id is ErrBackupExists), and
-// checks the lease again afterwards: a lease lost around the write may have
-// let gc delete blocks m uses, so m is deleted again and ErrLeaseLost
-// returned instead of success (FORMAT.md §7).
+// commitBackup creates m's manifest while the writer lease l holds, with
+// PutIfAbsent, so a backup never replaces another (a taken default id
+// moves to a new draw; a taken requested id is ErrBackupExists), then
+// confirms that every block it lists has an object no gc may still delete
+// (j.confirm). Only then is the backup ready; on any failure the manifest
+// is deleted again (FORMAT.md §7).
 func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Manifest) error {
 	for {
 		if err := l.valid(); err != nil {
 			return err
 		}
-		if j.o.BackupID == "" && r.notAtomic.Load() && !strings.Contains(m.ID, "-r") {
-			m.ID += "-r" + randomHex(3)
-		}
 		j.cfg.sign(m)
 		cctx, cancel := l.bound(ctx)
-		err := r.createManifest(cctx, j.cfg, m)
+		err := r.createManifest(cctx, m)
 		cancel()
-		if errors.Is(err, store.ErrNotAtomic) {
-			continue // now known: retry with a random suffix
-		}
 		if errors.Is(err, store.ErrObjectExists) && j.o.BackupID == "" {
 			m.ID = NewBackupID(m.CreatedAt) // a default id drawn twice: draw again
 			continue
@@ -261,7 +254,11 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 		}
 		break
 	}
-	if err := l.held(ctx); err != nil {
+	err := l.held(ctx)
+	if err == nil {
+		err = j.confirm(ctx, m)
+	}
+	if err != nil {
 		r.retract(ctx, m)
 		return fmt.Errorf("backup %q of chain %q not committed: %w", m.ID, m.Chain, err)
 	}
@@ -279,33 +276,24 @@ func (r *Repo) retract(ctx context.Context, m *Manifest) {
 	}
 }
 
-// createManifest stores a signed manifest under a key no other writer holds.
-// On a store without atomic create it checks the key is free first and the
-// chain config is still the one it signed with; the window between check
-// and write remains, which is why default ids there carry a random suffix
-// (the first store.ErrNotAtomic is returned once so the caller can add it).
-func (r *Repo) createManifest(ctx context.Context, cfg *chainConfig, m *Manifest) error {
-	key := manifestKey(m.Chain, m.ID)
-	// On a store without atomic create a racing creator may have replaced
-	// the config this backup's keys came from. (A gc cannot have removed it:
-	// it was checked under the lease, which still holds.)
-	if r.notAtomic.Load() {
-		if err := r.checkConfig(ctx, cfg); err != nil {
-			return err
-		}
-	}
-	err := r.store.PutIfAbsent(ctx, key, m.Encode())
-	if errors.Is(err, store.ErrNotAtomic) && r.notAtomic.CompareAndSwap(false, true) {
-		return err
-	}
+// createManifest stores a signed manifest under a key no other writer
+// holds. A store without atomic create is refused (ErrNotAtomic wrapped in
+// store.ErrBadTarget): an id could then be taken twice.
+func (r *Repo) createManifest(ctx context.Context, m *Manifest) error {
+	err := r.store.PutIfAbsent(ctx, manifestKey(m.Chain, m.ID), m.Encode())
 	if errors.Is(err, store.ErrNotAtomic) {
-		if _, serr := r.store.Stat(ctx, key); serr == nil {
-			return store.ErrObjectExists
-		}
-		err = r.store.Put(ctx, key, m.Encode())
+		return errNoConditionalWrites(r.store, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return fmt.Errorf("write manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
 	}
 	return err
+}
+
+// errNoConditionalWrites is the refusal of a store without atomic create:
+// the protocol of FORMAT.md §7 needs it for configs and manifests.
+func errNoConditionalWrites(s store.Store, err error) error {
+	return fmt.Errorf("%w: %s cannot create objects atomically (%w): chainvol writes backups only to S3 servers "+
+		"that honour conditional writes (PutObject with If-None-Match: *), such as AWS S3, MinIO since 2024 or "+
+		"versitygw; reading and restoring existing backups still works", store.ErrBadTarget, s, err)
 }

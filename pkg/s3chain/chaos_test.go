@@ -113,3 +113,9 @@ func (c *chaosStore) List(ctx context.Context, prefix string, fn func(store.Obje
 	}
 	return c.Store.List(ctx, prefix, fn)
 }
+
+// SweepTemps passes the inner store's capability through, without chaos:
+// it is local filesystem work, not a request.
+func (c *chaosStore) SweepTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (int, int64, error) {
+	return store.SweepTemps(ctx, c.Store, olderThan, dryRun)
+}

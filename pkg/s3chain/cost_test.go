@@ -82,4 +82,24 @@ func TestProtocolCostS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("versitygw: backup of an unchanged 8 MiB volume %v; delete %v (%d requests)", took, time.Since(start), f.Calls(storetest.OpAny)-before)
+	vol.change(8, chainBS)
+	if _, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/cost", Source: vol.path, Parent: first.ID}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := repo.Backups(ctx, "lab/cost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:len(all)-1] { // keep only the changed one
+		if err := repo.DeleteBackup(ctx, "lab/cost", m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = f.Calls(storetest.OpAny)
+	start = time.Now()
+	gs, err := repo.GC(ctx, s3chain.GCOptions{Chain: "lab/cost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("versitygw: gc of a chain left with 1 backup deleting %d of %d blocks: %v, %d requests", gs.DeletedBlocks, gs.Blocks, time.Since(start), f.Calls(storetest.OpAny)-before)
 }

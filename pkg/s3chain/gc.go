@@ -12,16 +12,16 @@ import (
 
 // GC deletes block objects that no manifest of their chain references,
 // safely against any number of concurrent backups, deletes, restores and
-// other GCs (FORMAT.md §7). Per chain it writes a gc lock and then lists
-// the chain's locks: a live writer lock (a backup in progress, which may
-// reuse any stored block) makes it skip the chain; a writer that starts
-// later sees the gc lock and waits. Writer locks not refreshed within the
-// lease TTL are abandoned and deleted (their backup fails rather than
-// commit). Only then are blocks and manifests listed, and unreferenced
-// blocks older than o.MinAge deleted while the gc lease holds. A chain
-// with an unreadable manifest is left alone (its references are unknown).
-// Errors: ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrLeaseLost,
-// store errors.
+// other GCs, whatever pauses or clock steps occur (FORMAT.md §7). Per
+// chain it takes a gc lock and skips the chain while a live writer lock
+// exists (progress only); lists the blocks and reads every manifest;
+// writes a doom record of the unreferenced objects older than o.MinAge;
+// reads every manifest again; deletes what is still unreferenced, and
+// removes its doom record once every delete was answered. A writer that
+// commits after the second read finds the record and stores what it needs
+// under other keys. A chain with an unreadable manifest is left alone;
+// configs are never deleted. Errors: ErrInvalidChain, ErrWrongKey,
+// ErrInvalidManifest, ErrLeaseLost, store errors.
 func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 	var st GCStats
 	chains := []string{o.Chain}
@@ -46,6 +46,9 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 			return st, fmt.Errorf("gc chain %q: %w", chain, err)
 		}
 	}
+	if err := r.sweepTemps(ctx, o, &st); err != nil {
+		return st, err
+	}
 	if o.Chain != "" || o.DryRun {
 		return st, nil
 	}
@@ -63,7 +66,7 @@ func (r *Repo) dropOrphanLocks(ctx context.Context, chains []string) error {
 	now := time.Now()
 	return r.store.List(ctx, pendingPrefix, func(oi store.ObjectInfo) error {
 		dir := oi.Key[:strings.LastIndexByte(oi.Key, '/')+1]
-		if known[dir] || now.Sub(oi.ModTime) < 2*r.lease {
+		if known[dir] || lockKind(oi.Key[len(dir):]) == kindDoom || now.Sub(oi.ModTime) < 2*r.lease {
 			return nil
 		}
 		return r.store.Delete(ctx, oi.Key)
@@ -95,35 +98,79 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 	if err != nil {
 		return err
 	}
-	before := st.DeletedBlocks
-	if err := r.sweep(lctx, l, chain, objs, live, o, st); err != nil {
+	doomed := r.candidates(l, chain, objs, live, o, st)
+	if len(doomed) == 0 || o.DryRun {
+		countDeleted(doomed, st)
+		return nil
+	}
+	return r.condemn(lctx, chain, doomed, st)
+}
+
+// condemn deletes the candidate block objects in two steps that make a
+// late delete harmless (FORMAT.md §7): first a doom record lists them,
+// then every manifest is read again and only what is still unreferenced is
+// deleted. A writer that commits after that second read finds the record
+// and stops relying on those keys; one that committed before it is seen
+// by it. The record goes only once every delete sent was answered.
+func (r *Repo) condemn(ctx context.Context, chain string, cands []store.ObjectInfo, st *GCStats) error {
+	keys := make([]string, len(cands))
+	for i, oi := range cands {
+		keys[i] = oi.Key
+	}
+	records, err := r.writeDooms(ctx, chain, keys)
+	if err != nil {
+		return err // a record may have landed: it stays, which is safe
+	}
+	live, err := r.referenced(ctx, chain)
+	if err != nil {
 		return err
 	}
-	if len(live) == 0 && st.DeletedBlocks-before == len(objs) && !o.DryRun {
-		return r.dropEmptyChain(lctx, l, chain)
+	answered := true
+	defer func() {
+		if answered {
+			r.dropDooms(ctx, records)
+		}
+	}()
+	for _, oi := range cands {
+		if d, _ := parseBlockKey(chain, oi.Key); live[d] {
+			continue // referenced again (a backup committed meanwhile)
+		}
+		if err := ctx.Err(); err != nil {
+			return err // nothing more sent: every delete so far was answered
+		}
+		if err := r.deleteAnswered(ctx, oi.Key); err != nil {
+			answered = false // it may still land: the record must stay
+			return err
+		}
+		st.DeletedBlocks++
+		st.DeletedBytes += oi.Size
 	}
 	return nil
 }
 
-// dropEmptyChain deletes the config of a chain left without any manifest
-// or block, so it is no longer listed. A backup that opened the config
-// before cannot commit with it: every commit checks its config is still
-// stored (checkConfig).
-func (r *Repo) dropEmptyChain(ctx context.Context, l *lease, chain string) error {
-	ids, marked, err := r.backupIDs(ctx, chain)
-	if err != nil || len(ids) > 0 || len(marked) > 0 {
-		return err
+// deleteAnswered deletes key, trying again a few times after a failure,
+// since only a delete that was answered lets its gc remove its doom record.
+func (r *Repo) deleteAnswered(ctx context.Context, key string) error {
+	wait := 20 * time.Millisecond
+	for try := 1; ; try++ {
+		err := r.store.Delete(ctx, key)
+		if err == nil || try == 3 || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 4
 	}
-	if err := l.valid(); err != nil {
-		return err
+}
+
+func countDeleted(objs []store.ObjectInfo, st *GCStats) {
+	for _, oi := range objs {
+		st.DeletedBlocks++
+		st.DeletedBytes += oi.Size
 	}
-	if err := r.store.Delete(ctx, configKey(chain)); err != nil {
-		return fmt.Errorf("delete config of empty chain %q: %w", chain, err)
-	}
-	r.mu.Lock()
-	delete(r.configs, chain)
-	r.mu.Unlock()
-	return nil
 }
 
 // clearLocks reports whether a live writer holds the chain, as seen from
@@ -140,7 +187,7 @@ func (r *Repo) clearLocks(ctx context.Context, l *lease, dryRun bool) (bool, err
 		}
 	}
 	for _, o := range others { // abandoned: their holders' leases have lapsed
-		if !r.live(o, l.server) && !dryRun {
+		if o.kind != kindDoom && !r.live(o, l.server) && !dryRun {
 			if err := r.store.Delete(ctx, o.Key); err != nil {
 				return false, err
 			}
@@ -164,12 +211,15 @@ func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, e
 	return knownDigests(all), nil
 }
 
-// sweep deletes the unreferenced block objects among objs older than
-// o.MinAge (by the store's clock), checking the gc lease before each.
-func (r *Repo) sweep(ctx context.Context, l *lease, chain string, objs []store.ObjectInfo, live map[digest]bool, o *GCOptions, st *GCStats) error {
+// candidates returns the block objects among objs (plain and variant keys)
+// whose digest no manifest references and that are at least o.MinAge old
+// by the store's clock (MinAge only spares a running backup's new blocks
+// the detour of a variant; safety does not depend on it).
+func (r *Repo) candidates(l *lease, chain string, objs []store.ObjectInfo, live map[digest]bool, o *GCOptions, st *GCStats) []store.ObjectInfo {
+	var out []store.ObjectInfo
 	for _, oi := range objs {
-		d, err := parseDigest(oi.Key[strings.LastIndexByte(oi.Key, '/')+1:])
-		if err != nil || d.isZero() || oi.Key != blockKey(chain, d.String()) {
+		d, ok := parseBlockKey(chain, oi.Key)
+		if !ok {
 			continue // not a block object: not ours to delete
 		}
 		st.Blocks++
@@ -180,19 +230,7 @@ func (r *Repo) sweep(ctx context.Context, l *lease, chain string, objs []store.O
 			st.YoungBlocks++
 			continue
 		}
-		if !o.DryRun {
-			if err := l.valid(); err != nil {
-				return err
-			}
-			dctx, cancel := l.bound(ctx)
-			err := r.store.Delete(dctx, oi.Key)
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		st.DeletedBlocks++
-		st.DeletedBytes += oi.Size
+		out = append(out, oi)
 	}
-	return nil
+	return out
 }

@@ -1,6 +1,7 @@
 package s3chain_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -101,13 +102,27 @@ func parallel(t *testing.T, n int, run func(k int)) {
 	wg.Wait()
 }
 
-// TestChainProtocolNoConditionalWrites runs schedules on a store whose
-// PutIfAbsent is not atomic (the fallback path).
+// TestChainProtocolNoConditionalWrites: a store whose PutIfAbsent is not
+// atomic (an S3 server ignoring If-None-Match) is refused for backups with
+// a named error, and no manifest is written: the timing-based fallback of
+// format 2 let a backup be signed with a config that was then replaced
+// (FORMAT.md §7). Restores of existing chains are unaffected.
 func TestChainProtocolNoConditionalWrites(t *testing.T) {
-	n := max(envInt("CHAINVOL_SCHEDULES", 2000)/10, 20)
-	seed := uint64(envInt("CHAINVOL_SEED", int(time.Now().UnixNano()%1e9)))
-	parallel(t, n, func(k int) {
-		runSchedule(t, storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites(), seed+uint64(k), 80*time.Millisecond, k%2 == 1)
+	st := storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites()
+	repo, _ := s3chain.NewRepo(st, s3chain.RepoOptions{LeaseTTL: time.Second})
+	src := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(src, bytes.Repeat([]byte{7}, 3*ilBlock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, _, err := repo.Backup(context.Background(), s3chain.BackupOptions{Chain: ilChain, Source: src, BlockSize: ilBlock})
+		if !errors.Is(err, store.ErrNotAtomic) || !errors.Is(err, store.ErrBadTarget) || !strings.Contains(err.Error(), "If-None-Match") {
+			t.Fatalf("backup on a store without conditional writes = %v, want a refusal naming If-None-Match", err)
+		}
+	}
+	_ = st.List(context.Background(), "manifests/", func(oi store.ObjectInfo) error {
+		t.Errorf("manifest written on a store without conditional writes: %s", oi.Key)
+		return nil
 	})
 }
 
@@ -373,6 +388,11 @@ func (w *world) drain() {
 	}
 	left := 0
 	_ = w.store.List(ctx, "", func(oi store.ObjectInfo) error {
+		// A doom record stays for good when its gc failed or was killed
+		// mid-sweep (FORMAT.md §7): it is not a leak of data.
+		if strings.Contains(oi.Key, "/doom-") {
+			return nil
+		}
 		if strings.HasPrefix(oi.Key, "blocks/") || strings.HasPrefix(oi.Key, "pending/") || strings.HasPrefix(oi.Key, "manifests/") {
 			left++
 			w.violation("left behind: %s", oi.Key)

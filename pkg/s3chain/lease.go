@@ -185,11 +185,7 @@ func (r *Repo) locks(ctx context.Context, chain, own string) ([]lockInfo, error)
 		if oi.Key == own {
 			return nil
 		}
-		kind, _, ok := strings.Cut(strings.TrimPrefix(oi.Key, dir), "-")
-		if !ok || kind != kindGC {
-			kind = kindWriter // version-1 markers and writers
-		}
-		out = append(out, lockInfo{oi, kind})
+		out = append(out, lockInfo{oi, lockKind(strings.TrimPrefix(oi.Key, dir))})
 		return nil
 	})
 	if err != nil {

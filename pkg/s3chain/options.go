@@ -25,6 +25,10 @@ const (
 	// than this stay, as a margin for writers of older versions that take no
 	// markers (FORMAT.md §7).
 	DefaultGCMinAge = time.Hour
+	// MinTempAge is the least age (by mtime) at which GC deletes the
+	// temporary file of a file-store write: a live write holds its file
+	// for seconds, so an hour-old one is a killed writer's.
+	MinTempAge = time.Hour
 )
 
 // RepoOptions configure a Repo.
@@ -164,4 +168,10 @@ type GCStats struct {
 	DeletedBytes          int64
 	// YoungBlocks were unreferenced but younger than MinAge.
 	YoungBlocks int
+	// TempFiles are temporary files of killed writers that a file store
+	// (store.TempSweeper) held for longer than the grace MinTempAge (or
+	// MinAge, if longer), deleted (or would be, in a dry run), and
+	// TempBytes their bytes. Only a gc of every chain sweeps them.
+	TempFiles int
+	TempBytes int64
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/cipher"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
@@ -20,9 +19,6 @@ type Repo struct {
 	aead  cipher.AEAD // the repository key itself (version-1 chains); nil when not encrypted
 	wrap  cipher.AEAD // the key that seals version-2 chain secrets; nil when not encrypted
 	lease time.Duration
-	// notAtomic is set once the store answered store.ErrNotAtomic: new default
-	// backup ids then carry a random suffix.
-	notAtomic atomic.Bool
 
 	mu      sync.Mutex
 	configs map[string]*chainConfig // by chain name, once opened

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"sync"
 
@@ -115,26 +114,23 @@ func listBudget(n, workers int) int {
 var errListBudget = errors.New("listing budget spent")
 
 // listBlocks lists up to budget keys of the chain's block prefix and
-// returns the digests seen and whether the listing was complete (then an
-// object not seen does not exist). A failed listing is reported as
-// incomplete: the HEADs that follow give the real answer.
+// returns the digests seen (recording the key of each) and whether the
+// listing was complete (then an object not seen does not exist). A failed
+// listing is reported as incomplete: the HEADs that follow give the real
+// answer.
 func (j *restoreJob) listBlocks(ctx context.Context, budget int) (map[digest]bool, bool) {
+	keys, complete := j.r.listBlockKeys(ctx, j.cfg.Chain, budget)
 	seen := map[digest]bool{}
-	n := 0
-	err := j.r.store.List(ctx, blockDir(j.cfg.Chain), func(oi store.ObjectInfo) error {
-		if n++; n > budget {
-			return errListBudget
-		}
-		if d, err := parseDigest(path.Base(oi.Key)); err == nil && !d.isZero() {
-			seen[d] = true
-		}
-		return nil
-	})
-	return seen, err == nil
+	for d, ks := range keys {
+		seen[d] = true
+		j.locate(d, ks[0])
+	}
+	return seen, complete
 }
 
-// statObjects asks the store (a Stat, that is a HEAD, each) whether every
-// object of todo exists and returns those that do not.
+// statObjects asks the store (a Stat, that is a HEAD, each; a listing of
+// its variants when the plain key is missing) whether every object of todo
+// exists and returns those that do not.
 func (j *restoreJob) statObjects(ctx context.Context, todo []*fetch) ([]*fetch, error) {
 	var mu sync.Mutex
 	var missing []*fetch
@@ -142,8 +138,7 @@ func (j *restoreJob) statObjects(ctx context.Context, todo []*fetch) ([]*fetch, 
 	g.SetLimit(statWorkers * j.workers())
 	for _, f := range todo {
 		g.Go(func() error {
-			key := blockKey(j.cfg.Chain, f.d.String())
-			_, err := j.r.store.Stat(gctx, key)
+			key, err := j.r.locateBlock(gctx, j.cfg.Chain, f.d, nil)
 			if errors.Is(err, store.ErrObjectNotFound) {
 				mu.Lock()
 				missing = append(missing, f)
@@ -151,12 +146,37 @@ func (j *restoreJob) statObjects(ctx context.Context, todo []*fetch) ([]*fetch, 
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("check block %d (object %s): %w", f.indices[0], key, err)
+				return fmt.Errorf("check block %d: %w", f.indices[0], err)
 			}
+			j.locate(f.d, key)
 			return nil
 		})
 	}
 	return missing, g.Wait()
+}
+
+// locate records the object key found for digest d.
+func (j *restoreJob) locate(d digest, key string) {
+	if key == blockKey(j.cfg.Chain, d.String()) {
+		return // the plain key is the default
+	}
+	j.keysMu.Lock()
+	defer j.keysMu.Unlock()
+	if j.keys == nil {
+		j.keys = map[digest]string{}
+	}
+	j.keys[d] = key
+}
+
+// keyOf is the object key to fetch digest d from: the one found by
+// checkObjects, else the plain key.
+func (j *restoreJob) keyOf(d digest) string {
+	j.keysMu.Lock()
+	defer j.keysMu.Unlock()
+	if k, ok := j.keys[d]; ok {
+		return k
+	}
+	return blockKey(j.cfg.Chain, d.String())
 }
 
 // workers is the restore's parallelism (RestoreOptions.Workers).

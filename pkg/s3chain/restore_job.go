@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,9 @@ type restoreJob struct {
 	direct  *os.File // dest opened with O_DIRECT (openDirect), or nil
 	isDev   bool
 	cp      *checkpointer
+	// keys holds the object key of digests found only under a variant key.
+	keysMu sync.Mutex
+	keys   map[digest]string
 
 	fetched, skipped, zero, reused atomic.Int64
 	fetchedBytes, written          atomic.Int64
@@ -160,8 +164,16 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 // buf) and writes it at every offset that uses it.
 func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
 	first := f.indices[0]
-	key := blockKey(j.cfg.Chain, f.d.String())
+	key := j.keyOf(f.d)
 	obj, err := store.GetMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
+	if errors.Is(err, store.ErrObjectNotFound) {
+		// Deleted since the check (a condemned plain key whose backup
+		// stored a variant): look for another object once.
+		if k, lerr := j.r.locateBlock(ctx, j.cfg.Chain, f.d, map[string]bool{key: true}); lerr == nil {
+			key = k
+			obj, err = store.GetMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
+		}
+	}
 	if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
 		return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, first, key, err)
 	}

@@ -35,17 +35,17 @@ func (r *Repo) Verify(ctx context.Context, chain, backupID string, deep bool) er
 	for _, d := range todo {
 		g.Go(func() error {
 			i := first[d]
-			key := blockKey(chain, d.String())
-			var err error
-			if deep {
+			key, err := r.locateBlock(ctx, chain, d, nil)
+			if err == nil && deep {
 				var obj []byte
 				if obj, err = r.store.GetMax(ctx, key, cfg.maxBlockObject()); err == nil {
 					if _, cerr := cfg.checkBlock(obj, d, tip.blockLen(i), nil); cerr != nil {
 						return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, i, key, cerr)
 					}
 				}
-			} else {
-				_, err = r.store.Stat(ctx, key)
+			}
+			if key == "" {
+				key = blockKey(chain, d.String())
 			}
 			if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
 				return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, i, key, err)

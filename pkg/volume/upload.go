@@ -66,11 +66,11 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 	if err != nil {
 		return err
 	}
-	if done, err := uploadedBefore(ctx, repo, ref); done || err != nil {
-		return err
-	}
 	src, err := m.pool.DataPath(snap.ID)
 	if err != nil {
+		return err
+	}
+	if done, err := uploadedBefore(ctx, repo, ref, src); done || err != nil {
 		return err
 	}
 	rec := Of(snap)
@@ -99,17 +99,19 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 	return nil
 }
 
-// uploadedBefore reports whether the backup's manifest exists and every
-// block it lists is stored: an upload a restart interrupted after its
-// commit. A manifest whose blocks are not all there was left by a commit
-// that failed (FORMAT.md §7) and is removed, so the upload runs again.
-func uploadedBefore(ctx context.Context, repo *s3chain.Repo, ref target.Ref) (bool, error) {
+// uploadedBefore reports whether the backup's manifest exists and its
+// commit could be finished: an upload a restart interrupted after its
+// commit, confirmed from the snapshot src as Backup confirms before it
+// reports ready (FORMAT.md §7). A manifest the snapshot does not match
+// (ErrCorruptBlock) was left by a commit that failed and is removed, so the
+// upload runs again.
+func uploadedBefore(ctx context.Context, repo *s3chain.Repo, ref target.Ref, src string) (bool, error) {
 	if _, err := repo.Manifest(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrBackupNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	err := repo.Verify(ctx, ref.Chain, ref.Backup, false)
+	err := repo.ConfirmBackup(ctx, ref.Chain, ref.Backup, src)
 	if err == nil || !errors.Is(err, s3chain.ErrCorruptBlock) {
 		return err == nil, err
 	}

@@ -20,8 +20,10 @@ import (
 // over the target and fsyncs the directory, so a crash leaves the old or
 // the new object, never a torn one (rename(2) is atomic within a
 // filesystem). PutIfAbsent does the same with link(2), which fails with
-// EEXIST rather than replace, and then removes the temporary name. Temporary names contain '~', outside the key alphabet, so
-// List never reports them. Because objects are files and prefixes are
+// EEXIST rather than replace, and then removes the temporary name.
+// Temporary names contain '~', outside the key alphabet, so List never
+// reports them; those of killed writers stay until SweepTemps (gc of the
+// whole target) removes them. Because objects are files and prefixes are
 // directories, a key cannot also be the parent of other keys ("a" and
 // "a/b"): such a Put fails with ErrInvalidKey; the chain format never
 // needs it. Delete prunes directories it
@@ -158,7 +160,7 @@ func (s *fileStore) syncParents(dir string) error {
 // commit is durable.
 func writeFileAtomic(p string, data []byte, commit func(tmp, p string) error) (err error) {
 	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, filepath.Base(p)+"~tmp*")
+	f, err := createTemp(p)
 	if err != nil {
 		return err
 	}
@@ -268,12 +270,7 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	// Prune emptied parents; rmdir fails harmlessly on a non-empty one.
-	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
-			break
-		}
-	}
+	s.pruneDirs(filepath.Dir(p))
 	return nil
 }
 

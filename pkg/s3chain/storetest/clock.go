@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,6 +11,7 @@ import (
 // the moment its write landed, as a store assigns LastModified when it
 // receives a PUT. A Faulty's shift is the store's steps plus its own skew.
 type storeClock struct {
+	used   atomic.Bool // a clock was ever stepped or skewed: stamps are kept
 	mu     sync.Mutex
 	step   time.Duration            // the store's clock steps so far
 	stamps map[string]time.Duration // per key: the shift of its last write
@@ -22,6 +24,7 @@ func newStoreClock() *storeClock { return &storeClock{stamps: map[string]time.Du
 // Faulty or any of its views, report ModTimes (Stat, List) shifted by the
 // sum of the steps; objects written before keep the times they had.
 func (f *Faulty) StepClock(d time.Duration) {
+	f.clock.used.Store(true)
 	f.clock.mu.Lock()
 	defer f.clock.mu.Unlock()
 	f.clock.step += d
@@ -32,6 +35,7 @@ func (f *Faulty) StepClock(d time.Duration) {
 // written through it from now on report ModTimes shifted by d more, to
 // every view.
 func (f *Faulty) SkewClock(d time.Duration) {
+	f.clock.used.Store(true)
 	f.clock.mu.Lock()
 	defer f.clock.mu.Unlock()
 	f.skew += d
@@ -62,9 +66,13 @@ func (f *Faulty) View() *Faulty {
 // written runs the inner write do of key and, if it took effect, stamps
 // key with f's current shift (removed is set for a Delete). The clock is
 // held across the write so that no reader sees the object with a stale
-// stamp.
+// stamp; until a clock is first shifted, writes run without it (and in
+// parallel: benchmarks wrap real stores).
 func (f *Faulty) written(key string, removed bool, do func() error) error {
 	c := f.clock
+	if !c.used.Load() {
+		return do()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err := do()

@@ -28,6 +28,9 @@ const (
 	OpStat        Op = "stat"
 	OpDelete      Op = "delete"
 	OpList        Op = "list"
+	// OpSweepTemps is store.TempSweeper's SweepTemps (key ""), only
+	// called when the inner store has it.
+	OpSweepTemps Op = "sweep-temps"
 )
 
 // Fault is one injected failure rule of a Faulty store. A call matches
@@ -89,7 +92,10 @@ type Faulty struct {
 	skew  time.Duration // this gateway's own shift; guarded by clock.mu
 }
 
-var _ store.Store = (*Faulty)(nil)
+var (
+	_ store.Store       = (*Faulty)(nil)
+	_ store.TempSweeper = (*Faulty)(nil)
+)
 
 // NewFaulty wraps inner with no faults yet.
 func NewFaulty(inner store.Store) *Faulty {
@@ -356,6 +362,23 @@ func (f *Faulty) List(ctx context.Context, prefix string, fn func(store.ObjectIn
 			return fn(oi)
 		})
 	})
+}
+
+// SweepTemps sweeps inner's temporary files unless a fault fires. Over a
+// store without the capability (Mem) it does nothing and is no call: no
+// counted request, no fault, as if Faulty had no such method.
+func (f *Faulty) SweepTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (files int, bytes int64, err error) {
+	ts, ok := f.inner.(store.TempSweeper)
+	if !ok {
+		return 0, 0, nil
+	}
+	// Not a request that could land late: a held sweep whose caller gave up
+	// is dropped, like a read.
+	err = f.call(ctx, OpSweepTemps, "", nil, func(ctx context.Context) (err error) {
+		files, bytes, err = ts.SweepTemps(ctx, olderThan, dryRun)
+		return err
+	})
+	return files, bytes, err
 }
 
 // String returns "faulty+" and inner's String.

@@ -1,0 +1,209 @@
+package s3chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
+)
+
+// confirmRounds bounds the confirm loop: a round that stores nothing ends
+// it; each stored block needs a round more to be seen by a new check.
+const confirmRounds = 4
+
+// confirm makes the committed manifest m safe against every gc, however
+// late its deletes land (FORMAT.md §7): in rounds, it reads the doom
+// records (after the commit), then finds for every digest of m an
+// existing object that no record lists; a digest without one is read
+// again from the source, checked, and stored — at its plain key unless
+// that is doomed, else at a fresh variant key. A round that stored
+// nothing means every block has a key no pending delete can reach.
+// Errors: ErrChainBusy (no stable round), ErrCorruptBlock (the source no
+// longer holds the block's bytes), store and read errors.
+func (j *backupJob) confirm(ctx context.Context, m *Manifest) error {
+	need := j.neededBlocks()
+	for range confirmRounds {
+		doomed, err := j.r.doomedKeys(ctx, m.Chain)
+		if err != nil {
+			return err
+		}
+		missing, err := j.r.uncovered(ctx, m.Chain, need, doomed)
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if err := j.storeAgain(ctx, missing, need, doomed); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: gc of chain %q keeps condemning blocks of backup %q", ErrChainBusy, m.Chain, m.ID)
+}
+
+// neededBlocks maps every distinct non-zero digest of the image to its
+// first block index.
+func (j *backupJob) neededBlocks() map[digest]int64 {
+	need := map[digest]int64{}
+	for i, d := range j.cur {
+		if _, ok := need[d]; !ok && !d.isZero() {
+			need[d] = int64(i)
+		}
+	}
+	return need
+}
+
+// storeAgain stores again each missing digest from the source's block.
+func (j *backupJob) storeAgain(ctx context.Context, missing []digest, need map[digest]int64, doomed map[string]bool) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(j.workers)
+	for _, d := range missing {
+		g.Go(func() error {
+			i := need[d]
+			data := make([]byte, j.blockLen(i))
+			if _, err := j.src.ReadAt(data, i*j.bs); err != nil {
+				return fmt.Errorf("read block %d of %s again: %w", i, j.o.Source, err)
+			}
+			if blockDigest(j.cfg.keys.names, data) != d {
+				return fmt.Errorf("%w: block %d of %s changed during the backup", ErrCorruptBlock, i, j.o.Source)
+			}
+			obj, err := j.cfg.encodeBlock(data, d, nil)
+			if err != nil {
+				return fmt.Errorf("block %d: %w", i, err)
+			}
+			key := blockKey(j.cfg.Chain, d.String())
+			if doomed[key] {
+				key = variantKey(j.cfg.Chain, d.String())
+			}
+			if err := j.r.store.Put(ctx, key, obj); err != nil {
+				return fmt.Errorf("store block %d again: %w", i, err)
+			}
+			j.stored.Add(int64(len(obj)))
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// uncovered returns the digests of need that have no existing object
+// outside doomed. It lists the chain's blocks when that takes fewer round
+// trips than asking about each digest (a HEAD of the plain key, and a
+// listing of its variants only when that is missing or doomed).
+func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int64, doomed map[string]bool) ([]digest, error) {
+	if len(need) == 0 {
+		return nil, nil
+	}
+	if keys, complete := r.listBlockKeys(ctx, chain, listBudget(len(need), DefaultWorkers)); complete {
+		var out []digest
+		for d := range need {
+			if !covered(keys[d], doomed) {
+				out = append(out, d)
+			}
+		}
+		return out, nil
+	}
+	var mu sync.Mutex
+	var out []digest
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statWorkers * DefaultWorkers)
+	for d := range need {
+		g.Go(func() error {
+			_, err := r.locateBlock(gctx, chain, d, doomed)
+			if errors.Is(err, store.ErrObjectNotFound) {
+				mu.Lock()
+				out = append(out, d)
+				mu.Unlock()
+				return nil
+			}
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+func covered(keys []string, doomed map[string]bool) bool {
+	for _, k := range keys {
+		if !doomed[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// listBlockKeys lists up to budget keys of chain's block prefix and
+// returns the object keys of each digest (the plain key first) and whether
+// the listing was complete. A failed listing counts as incomplete.
+func (r *Repo) listBlockKeys(ctx context.Context, chain string, budget int) (map[digest][]string, bool) {
+	keys := map[digest][]string{}
+	n := 0
+	err := r.store.List(ctx, blockDir(chain), func(oi store.ObjectInfo) error {
+		if n++; n > budget {
+			return errListBudget
+		}
+		if d, ok := parseBlockKey(chain, oi.Key); ok {
+			keys[d] = append(keys[d], oi.Key) // lexical order: the plain key first
+		}
+		return nil
+	})
+	return keys, err == nil
+}
+
+// locateBlock returns an existing object key of digest d outside avoid
+// (nil: none avoided): the plain key when it exists, else a variant.
+// Errors: store.ErrObjectNotFound when there is none, store errors.
+func (r *Repo) locateBlock(ctx context.Context, chain string, d digest, avoid map[string]bool) (string, error) {
+	plain := blockKey(chain, d.String())
+	if !avoid[plain] {
+		_, err := r.store.Stat(ctx, plain)
+		if err == nil {
+			return plain, nil
+		}
+		if !errors.Is(err, store.ErrObjectNotFound) {
+			return "", fmt.Errorf("check object %s: %w", plain, err)
+		}
+	}
+	found := ""
+	err := r.store.List(ctx, plain+variantSep, func(oi store.ObjectInfo) error {
+		if got, ok := parseBlockKey(chain, oi.Key); ok && got == d && !avoid[oi.Key] {
+			found = oi.Key
+			return errListBudget // the first will do
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errListBudget) {
+		return "", fmt.Errorf("list variants of %s: %w", plain, err)
+	}
+	if found == "" {
+		return "", fmt.Errorf("object %s: %w", plain, store.ErrObjectNotFound)
+	}
+	return found, nil
+}
+
+// ConfirmBackup finishes the commit of backup id of chain whose writer
+// stopped after creating its manifest (a restart): it confirms, as Backup
+// does before reporting ready, that every block has an object no gc may
+// still delete, storing again from source (the snapshot the backup was
+// made of) what is missing or condemned. Only then may the backup be
+// reported ready. Errors: ErrBackupNotFound, ErrCorruptBlock (source no
+// longer holds the backup's bytes: the backup must be made again),
+// ErrChainBusy, store and I/O errors.
+func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) error {
+	cfg, path, blocks, err := r.resolve(ctx, chain, id)
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(source)
+	if err != nil {
+		return fmt.Errorf("open backup source: %w", err)
+	}
+	defer src.Close()
+	m := path[0]
+	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
+		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks}
+	return j.confirm(ctx, m)
+}
