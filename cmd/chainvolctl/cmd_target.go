@@ -41,8 +41,9 @@ type targetRow struct {
 	Reachable *bool  `json:"reachable,omitempty"`
 	Writable  *bool  `json:"writable,omitempty"`
 	// Conditional: the target creates objects atomically if absent (S3
-	// If-None-Match: *, link(2) for files); false means chainvol falls
-	// back to its protocol for stores without it. Set by check only.
+	// If-None-Match: *, link(2) for files); false means chainvol cannot
+	// create chains there (s3chain refuses with store.ErrBadTarget). Set
+	// by check only.
 	Conditional *bool  `json:"conditionalWrites,omitempty"`
 	Error       string `json:"error,omitempty"`
 	Note        string `json:"note,omitempty"` // e.g. an empty file target
@@ -82,8 +83,8 @@ func (a *app) newTargetCheckCmd() *cobra.Command {
 		Long: `Check each configured target (or the named ones): list it (reachable), then
 write, read back and delete a small probe object under chainvolctl-check/
 (writable), and create one twice with a conditional write (If-None-Match: *)
-to report whether the target supports conditional writes (a target without
-them works through a fallback). Exits 1 if any target fails.`,
+to report whether the target supports conditional writes (chainvol needs them
+to create a chain's first backup). Exits 1 if any target fails.`,
 		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bk?endpoint=h:9000&region=r' target check off",
 		RunE: a.run(func(cmd *cobra.Command, names []string) error {
 			set, err := a.targetSet()
@@ -164,7 +165,7 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 	r.Writable, r.Conditional = &t, &cond
 	r.Note = "conditional writes: supported"
 	if !cond {
-		r.Note = "conditional writes: not supported (fallback)"
+		r.Note = "conditional writes: not supported (new chains are refused; use a server that supports If-None-Match)"
 	}
 	return r
 }

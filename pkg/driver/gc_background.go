@@ -44,6 +44,7 @@ type gcScheduler struct {
 
 	mu      sync.Mutex
 	pending map[gcKey]*time.Timer
+	swept   map[string]time.Time // target -> last sweep of temporary files
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -52,6 +53,25 @@ type gcScheduler struct {
 func newGCScheduler(delay, minAge time.Duration, run func(context.Context, gcKey, map[string]string) bool) *gcScheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &gcScheduler{delay: delay, minAge: minAge, run: run, pending: map[gcKey]*time.Timer{}, ctx: ctx, cancel: cancel}
+}
+
+// tempSweepEvery spaces the background sweeps of one target's temporary
+// files (s3chain.Repo.SweepTemps walks the whole target).
+const tempSweepEvery = time.Hour
+
+// sweepDue reports whether target's temporary files are due a sweep, and
+// if so counts it as done now.
+func (g *gcScheduler) sweepDue(target string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if last, ok := g.swept[target]; ok && time.Since(last) < tempSweepEvery {
+		return false
+	}
+	if g.swept == nil {
+		g.swept = map[string]time.Time{}
+	}
+	g.swept[target] = time.Now()
+	return true
 }
 
 // schedule (re)starts the chain's timer; a delay of 0 disables background gc.
@@ -138,6 +158,9 @@ func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]s
 	var st s3chain.GCStats
 	if err == nil {
 		st, err = repo.GC(ctx, s3chain.GCOptions{Chain: k.chain, MinAge: d.gc.minAge})
+		if err == nil && d.gc.sweepDue(k.target) {
+			st.TempFiles, st.TempBytes, err = repo.SweepTemps(ctx, d.gc.minAge)
+		}
 	}
 	result := "success"
 	switch {
@@ -148,8 +171,8 @@ func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]s
 		result = "skipped"
 		klog.InfoS("background gc skipped: a backup of the chain is running; retried a -gc-delay later", "target", k.target, "chain", k.chain)
 	default:
-		// tempFiles/tempBytes stay 0 while this gc is of one chain (a
-		// killed writer's temporary files go with a gc of every chain).
+		// tempFiles/tempBytes: a killed writer's temporary files, swept at
+		// most once per target and tempSweepEvery.
 		klog.InfoS("background gc done", "target", k.target, "chain", k.chain, "blocks", st.Blocks,
 			"deletedBlocks", st.DeletedBlocks, "deletedBytes", st.DeletedBytes, "youngBlocks", st.YoungBlocks,
 			"tempFiles", st.TempFiles, "tempBytes", st.TempBytes, "minAge", d.gc.minAge, "duration", time.Since(start))

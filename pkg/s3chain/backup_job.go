@@ -282,18 +282,10 @@ func (r *Repo) retract(ctx context.Context, m *Manifest) {
 func (r *Repo) createManifest(ctx context.Context, m *Manifest) error {
 	err := r.store.PutIfAbsent(ctx, manifestKey(m.Chain, m.ID), m.Encode())
 	if errors.Is(err, store.ErrNotAtomic) {
-		return errNoConditionalWrites(r.store, err)
+		return errNoConditionalWrites(m.Chain, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return fmt.Errorf("write manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
 	}
 	return err
-}
-
-// errNoConditionalWrites is the refusal of a store without atomic create:
-// the protocol of FORMAT.md §7 needs it for configs and manifests.
-func errNoConditionalWrites(s store.Store, err error) error {
-	return fmt.Errorf("%w: %s cannot create objects atomically (%w): chainvol writes backups only to S3 servers "+
-		"that honour conditional writes (PutObject with If-None-Match: *), such as AWS S3, MinIO since 2024 or "+
-		"versitygw; reading and restoring existing backups still works", store.ErrBadTarget, s, err)
 }

@@ -22,6 +22,7 @@ type testChain struct {
 	ids   []string
 	shas  []string
 	sizes []int64
+	vol   *testVolume // the volume as of the last backup
 }
 
 const chainBS = 256 << 10
@@ -30,55 +31,86 @@ const chainBS = 256 << 10
 // in 256 KiB blocks; sizes, if given, resizes the volume before each backup
 // (exercising shrink and growth).
 func newTestChain(t *testing.T, n int, key []byte, sizes ...int64) *testChain {
-	return buildTestChain(t, n, key, false, sizes...)
+	return buildTestChain(t, n, key, s3chain.FormatVersion, sizes...)
 }
 
 // newTestChainV1 makes the same chain as version 1 wrote it: a version-1
 // config and hash-linked delta manifests.
 func newTestChainV1(t *testing.T, n int, key []byte, sizes ...int64) *testChain {
-	return buildTestChain(t, n, key, true, sizes...)
+	return buildTestChain(t, n, key, 1, sizes...)
 }
 
-func buildTestChain(t *testing.T, n int, key []byte, v1 bool, sizes ...int64) *testChain {
+// newTestChainV2 makes the same chain as version 2 wrote it: a version-2
+// config (HMAC-SHA256 block names) and version-2 manifests.
+func newTestChainV2(t *testing.T, n int, key []byte, sizes ...int64) *testChain {
+	return buildTestChain(t, n, key, 2, sizes...)
+}
+
+func buildTestChain(t *testing.T, n int, key []byte, version int, sizes ...int64) *testChain {
 	c := &testChain{store: storetest.NewFaulty(storetest.NewMem()), key: key, dir: t.TempDir(), name: "team-a/db-0"}
 	c.repo = newRepo(t, c.store, key)
-	if v1 {
-		if err := s3chain.CreateV1ConfigForTest(context.Background(), c.repo, c.name, chainBS); err != nil {
+	c.fill(t, n, version, sizes...)
+	return c
+}
+
+// fill makes c's chain as format version wrote it (1, 2, or the current
+// one): a full backup and n incrementals of a new volume in c.dir.
+func (c *testChain) fill(t *testing.T, n, version int, sizes ...int64) {
+	ctx := context.Background()
+	switch version {
+	case 1:
+		if err := s3chain.CreateV1ConfigForTest(ctx, c.repo, c.name, chainBS); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
-			if err := s3chain.DowngradeChainForTest(context.Background(), c.repo, c.name); err != nil {
+			if err := s3chain.DowngradeChainForTest(ctx, c.repo, c.name); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	case 2:
+		if err := s3chain.CreateV2ConfigForTest(ctx, c.repo, c.name, chainBS); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := s3chain.DowngradeChainV2ForTest(ctx, c.repo, c.name); err != nil {
 				t.Fatal(err)
 			}
 		}()
 	}
-	vol := newTestVolume(t, c.dir, 8<<20, chainBS, 42)
+	c.vol = newTestVolume(t, c.dir, 8<<20, chainBS, 42)
 	for k := 0; k <= n; k++ {
 		if k > 0 {
-			vol.change(4, 300<<10)
+			c.vol.change(4, 300<<10)
 		}
 		if k < len(sizes) {
-			vol.size = sizes[k]
-			if err := os.Truncate(vol.path, vol.size); err != nil {
+			c.vol.size = sizes[k]
+			if err := os.Truncate(c.vol.path, c.vol.size); err != nil {
 				t.Fatal(err)
 			}
 		}
-		snap := filepath.Join(c.dir, fmt.Sprintf("snap%d", k))
-		vol.snapshot(snap, false)
-		o := s3chain.BackupOptions{Chain: c.name, Source: snap, BlockSize: chainBS, Workers: 3}
-		if k > 0 {
-			o.Parent = c.ids[k-1]
-		}
-		m, _, err := c.repo.Backup(context.Background(), o)
-		if err != nil {
-			t.Fatalf("backup %d: %v", k, err)
-		}
-		c.ids = append(c.ids, m.ID)
-		c.shas = append(c.shas, fileSHA(t, snap, vol.size))
-		c.sizes = append(c.sizes, vol.size)
-		os.Remove(snap)
+		c.backupNext(t)
 	}
-	return c
+}
+
+// backupNext backs up the volume as it is now, with the chain's last
+// backup (if any) as parent, and records it.
+func (c *testChain) backupNext(t *testing.T) *s3chain.Manifest {
+	t.Helper()
+	snap := filepath.Join(c.dir, fmt.Sprintf("snap%d", len(c.ids)))
+	c.vol.snapshot(snap, false)
+	defer os.Remove(snap)
+	o := s3chain.BackupOptions{Chain: c.name, Source: snap, BlockSize: chainBS, Workers: 3}
+	if len(c.ids) > 0 {
+		o.Parent = c.ids[len(c.ids)-1]
+	}
+	m, _, err := c.repo.Backup(context.Background(), o)
+	if err != nil {
+		t.Fatalf("backup %d: %v", len(c.ids), err)
+	}
+	c.ids = append(c.ids, m.ID)
+	c.shas = append(c.shas, fileSHA(t, snap, c.vol.size))
+	c.sizes = append(c.sizes, c.vol.size)
+	return m
 }
 
 // checkAll restores every backup except those in gone and compares bytes.

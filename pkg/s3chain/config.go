@@ -14,18 +14,18 @@ import (
 )
 
 // chainConfig is the chain's config object, chains/<chain>.json (FORMAT.md
-// §3): the fixed block size and the chain's sealed or plain secret. Version
-// 1 stores the digest key itself; version 2 a secret from which every key
-// is derived (keys.go).
+// §3): the fixed block size, block digest and the chain's sealed or plain
+// secret. Version 1 stores the digest key itself; versions 2 and 3 a secret
+// from which every key is derived (keys.go).
 type chainConfig struct {
 	FormatVersion int       `json:"formatVersion"`
 	Chain         string    `json:"chain"`
 	BlockSize     int64     `json:"blockSize"`
 	CreatedAt     time.Time `json:"createdAt"`
-	Digest        string    `json:"digest"`      // always digestAlgo
+	Digest        string    `json:"digest"`      // configDigest(FormatVersion)
 	Compression   string    `json:"compression"` // always "zstd"
 	Encryption    string    `json:"encryption"`  // "none" or "aes-256-gcm"
-	// DigestKey (version 1: the digest key) or Secret (version 2): 32 bytes,
+	// DigestKey (version 1: the digest key) or Secret (2, 3): 32 bytes,
 	// plain when the chain is not encrypted, else sealed (nonce || AES-GCM).
 	DigestKey []byte `json:"digestKey,omitempty"`
 	Secret    []byte `json:"secret,omitempty"`
@@ -35,7 +35,6 @@ type chainConfig struct {
 }
 
 const (
-	digestAlgo     = "hmac-sha256"
 	encNone        = "none"
 	encAESGCM      = "aes-256-gcm"
 	digestKeyAAD   = "chainvol digest key for chain "
@@ -83,10 +82,10 @@ func (r *Repo) loadConfig(ctx context.Context, chain string, create bool, blockS
 	return r.openConfig(chain, data)
 }
 
-// createChain writes a new version-2 config with PutIfAbsent, so that two
-// writers creating one chain agree on its secret: the loser reads the
-// winner's. On a store without atomic create the config is read back, and
-// every commit checks it is still the one it used (checkConfig).
+// createChain writes a new config of FormatVersion (block digest BLAKE3)
+// with PutIfAbsent, so that two writers creating one chain agree on its
+// secret: the loser reads the winner's. A store without atomic create is
+// refused (errNoConditionalWrites): nothing is written.
 func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (*chainConfig, error) {
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
@@ -95,7 +94,7 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	cfg := &chainConfig{FormatVersion: FormatVersion, Chain: chain, BlockSize: blockSize,
-		CreatedAt: time.Now().UTC(), Digest: digestAlgo, Compression: "zstd", Encryption: encNone}
+		CreatedAt: time.Now().UTC(), Digest: configDigest(FormatVersion), Compression: "zstd", Encryption: encNone}
 	secret := make([]byte, digestKeyLen)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -111,7 +110,7 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 	}
 	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
 	if errors.Is(err, store.ErrNotAtomic) {
-		err = r.createConfigNotAtomic(ctx, chain, data)
+		return nil, errNoConditionalWrites(chain, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrObjectExists) {
 		return nil, fmt.Errorf("write config of chain %q: %w", chain, err)
@@ -120,29 +119,17 @@ func (r *Repo) createChain(ctx context.Context, chain string, blockSize int64) (
 	return r.loadConfig(ctx, chain, false, 0)
 }
 
-// createConfigNotAtomic creates the config on a store without atomic
-// create: if none exists, write it with a deadline of a quarter lease TTL,
-// then wait that long again before reading back. Every racing creator
-// checked for a config before our write and its write is bounded by the
-// same deadline, so all of them have landed by then and every creator
-// reads the same, last one (request latency assumption of FORMAT.md §7).
-func (r *Repo) createConfigNotAtomic(ctx context.Context, chain string, data []byte) error {
-	settle := r.lease / 4
-	if _, err := r.store.Stat(ctx, configKey(chain)); !errors.Is(err, store.ErrObjectNotFound) {
-		return store.ErrObjectExists
-	}
-	pctx, cancel := context.WithTimeout(ctx, settle)
-	err := r.store.Put(pctx, configKey(chain), data)
-	cancel()
-	if err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(settle):
-	}
-	return nil
+// errNoConditionalWrites is the refusal (of createChain and of a manifest
+// commit) on a store whose
+// PutIfAbsent answered cause (a store.ErrNotAtomic): it wraps
+// store.ErrBadTarget and cause. Without atomic create two writers can make
+// two configs (two secrets) for one chain, and a backup made with the
+// loser's keys would not restore; the old read-back fallback relied on
+// request timing. The fix is on the target's side, so the message names it.
+func errNoConditionalWrites(chain string, cause error) error {
+	return fmt.Errorf("%w: chain %q cannot be written: the target ignores conditional writes (S3 PutObject with If-None-Match: *), "+
+		"which chainvol needs to write backups safely; use an S3 server that supports them (AWS S3, MinIO since 2024, versitygw), "+
+		"or for a directory target a filesystem with hard links: %w", store.ErrBadTarget, chain, cause)
 }
 
 // openConfig decodes a config object and opens its keys.
@@ -151,8 +138,9 @@ func (r *Repo) openConfig(chain string, data []byte) (*chainConfig, error) {
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return nil, fmt.Errorf("%w: config of chain %q: %v", ErrInvalidManifest, chain, err)
 	}
-	if (cfg.FormatVersion != 1 && cfg.FormatVersion != 2) || cfg.Digest != digestAlgo || cfg.Compression != "zstd" {
-		return nil, fmt.Errorf("%w: chain %q config has version %d (%s, %s), this reader knows 1 and %d", ErrFormatVersion, chain, cfg.FormatVersion, cfg.Digest, cfg.Compression, FormatVersion)
+	if want := configDigest(cfg.FormatVersion); want == "" || cfg.Digest != want || cfg.Compression != "zstd" {
+		return nil, fmt.Errorf("%w: chain %q config has version %d (digest %q, %s); this reader knows 1 and 2 with %q, %d with %q",
+			ErrFormatVersion, chain, cfg.FormatVersion, cfg.Digest, cfg.Compression, digestHMAC, FormatVersion, digestBLAKE3)
 	}
 	if cfg.Chain != chain || checkBlockSize(cfg.BlockSize) != nil {
 		return nil, fmt.Errorf("%w: config of chain %q names chain %q, block size %d", ErrInvalidManifest, chain, cfg.Chain, cfg.BlockSize)
@@ -168,14 +156,15 @@ func (r *Repo) openConfig(chain string, data []byte) (*chainConfig, error) {
 		cfg.keys = keysV1(secret, r.aead)
 		return cfg, nil
 	}
-	cfg.keys, err = keysV2(secret, cfg.Encryption == encAESGCM)
+	cfg.keys, err = keysV2(secret, cfg.Digest, cfg.Encryption == encAESGCM)
 	return cfg, err
 }
 
-// openSecret returns the chain's plain digest key (v1) or secret (v2).
+// openSecret returns the chain's plain digest key (v1) or secret (v2, v3:
+// sealed alike, so version 3 keeps version 2's wrap key and AAD).
 func (r *Repo) openSecret(cfg *chainConfig) ([]byte, error) {
 	stored, aead, aad := cfg.DigestKey, r.aead, digestKeyAAD+cfg.Chain
-	if cfg.FormatVersion == 2 {
+	if cfg.FormatVersion >= 2 {
 		stored, aead, aad = cfg.Secret, r.wrap, secretAAD+cfg.Chain
 	}
 	switch {
@@ -196,9 +185,9 @@ func (r *Repo) openSecret(cfg *chainConfig) ([]byte, error) {
 }
 
 // checkConfig fails with ErrChainBusy if the chain's stored config is no
-// longer cfg (removed by gc with the chain's last backup, or replaced by a
-// racing creator on a store without atomic create): what was written with
-// cfg's keys would not restore. The cached config is dropped.
+// longer cfg (removed by gc with the chain's last backup, or replaced by
+// anyone who can write the bucket): what was written with cfg's keys would
+// not restore. The cached config is dropped.
 func (r *Repo) checkConfig(ctx context.Context, cfg *chainConfig) error {
 	data, err := r.store.GetMax(ctx, configKey(cfg.Chain), maxConfigBytes)
 	if err != nil && !errors.Is(err, store.ErrObjectNotFound) {

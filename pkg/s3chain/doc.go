@@ -8,7 +8,7 @@
 // happens to other backups. The format and the protocol that makes any
 // number of concurrent writers safe (locks as leases, create-if-absent
 // commits, gc exclusion) are specified in docs/FORMAT.md; FormatVersion is
-// checked by every reader, which also reads version-1 chains.
+// checked by every reader, which also reads version-1 and 2 chains.
 //
 // The engines:
 //   - Repo.Backup reads a read-only snapshot. On a reflink file system it

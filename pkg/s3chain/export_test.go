@@ -14,13 +14,56 @@ func CreateV1ConfigForTest(ctx context.Context, r *Repo, chain string, blockSize
 	key := make([]byte, digestKeyLen)
 	_, _ = rand.Read(key)
 	cfg := &chainConfig{FormatVersion: 1, Chain: chain, BlockSize: blockSize, CreatedAt: time.Now().UTC(),
-		Digest: digestAlgo, Compression: "zstd", Encryption: encNone, DigestKey: key}
+		Digest: digestHMAC, Compression: "zstd", Encryption: encNone, DigestKey: key}
 	if r.aead != nil {
 		cfg.Encryption = encAESGCM
 		cfg.DigestKey = seal(r.aead, key, []byte(digestKeyAAD+chain))
 	}
 	data, _ := json.Marshal(cfg)
 	return r.store.Put(ctx, configKey(chain), data)
+}
+
+// CreateV2ConfigForTest writes the config a version-2 writer made for
+// chain: formatVersion 2, block digest HMAC-SHA256, and a random secret
+// (plain, or sealed with r's wrap key as version 2 sealed it).
+func CreateV2ConfigForTest(ctx context.Context, r *Repo, chain string, blockSize int64) error {
+	secret := make([]byte, digestKeyLen)
+	_, _ = rand.Read(secret)
+	cfg := &chainConfig{FormatVersion: 2, Chain: chain, BlockSize: blockSize, CreatedAt: time.Now().UTC(),
+		Digest: digestHMAC, Compression: "zstd", Encryption: encNone, Secret: secret}
+	if r.wrap != nil {
+		cfg.Encryption = encAESGCM
+		cfg.Secret = seal(r.wrap, secret, []byte(secretAAD+chain))
+	}
+	data, _ := json.Marshal(cfg)
+	return r.store.Put(ctx, configKey(chain), data)
+}
+
+// DowngradeChainV2ForTest rewrites every version-3 manifest of a chain as
+// the version-2 manifest a version-2 writer made of the same backup: the
+// layouts are one (FORMAT.md §4.1), so only formatVersion and the MAC
+// change.
+func DowngradeChainV2ForTest(ctx context.Context, r *Repo, chain string) error {
+	cfg, err := r.chain(ctx, chain, false, 0)
+	if err != nil {
+		return err
+	}
+	all, err := r.Backups(ctx, chain)
+	if err != nil {
+		return err
+	}
+	for _, m := range all {
+		if m.FormatVersion != 3 {
+			continue
+		}
+		d := *m
+		d.FormatVersion = 2
+		cfg.sign(&d)
+		if err := r.store.Put(ctx, manifestKey(chain, d.ID), d.Encode()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DowngradeChainForTest rewrites every manifest of a chain whose config is
@@ -76,3 +119,6 @@ func DowngradeChainForTest(ctx context.Context, r *Repo, chain string) error {
 	}
 	return nil
 }
+
+// ConfigKeyForTest returns the object key of chain's config (FORMAT.md §2).
+func ConfigKeyForTest(chain string) string { return configKey(chain) }

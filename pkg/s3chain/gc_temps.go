@@ -3,6 +3,7 @@ package s3chain
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
@@ -25,4 +26,15 @@ func (r *Repo) sweepTemps(ctx context.Context, o GCOptions, st *GCStats) error {
 		return fmt.Errorf("gc of temporary files: %w", err)
 	}
 	return nil
+}
+
+// SweepTemps deletes the temporary files of writers killed mid-write (a
+// file store's; other stores have none) older than max(minAge,
+// MinTempAge), and returns how many files and bytes went. It walks the
+// whole target, so a caller collecting one chain at a time (the driver's
+// background gc) should call it seldom. Errors: the store's.
+func (r *Repo) SweepTemps(ctx context.Context, minAge time.Duration) (files int, bytes int64, err error) {
+	var st GCStats
+	err = r.sweepTemps(ctx, GCOptions{MinAge: minAge}, &st)
+	return st.TempFiles, st.TempBytes, err
 }

@@ -1,7 +1,6 @@
 package s3chain_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,30 +99,6 @@ func parallel(t *testing.T, n int, run func(k int)) {
 	}
 	close(next)
 	wg.Wait()
-}
-
-// TestChainProtocolNoConditionalWrites: a store whose PutIfAbsent is not
-// atomic (an S3 server ignoring If-None-Match) is refused for backups with
-// a named error, and no manifest is written: the timing-based fallback of
-// format 2 let a backup be signed with a config that was then replaced
-// (FORMAT.md §7). Restores of existing chains are unaffected.
-func TestChainProtocolNoConditionalWrites(t *testing.T) {
-	st := storetest.NewFaulty(storetest.NewMem()).WithoutConditionalWrites()
-	repo, _ := s3chain.NewRepo(st, s3chain.RepoOptions{LeaseTTL: time.Second})
-	src := filepath.Join(t.TempDir(), "img")
-	if err := os.WriteFile(src, bytes.Repeat([]byte{7}, 3*ilBlock), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		_, _, err := repo.Backup(context.Background(), s3chain.BackupOptions{Chain: ilChain, Source: src, BlockSize: ilBlock})
-		if !errors.Is(err, store.ErrNotAtomic) || !errors.Is(err, store.ErrBadTarget) || !strings.Contains(err.Error(), "If-None-Match") {
-			t.Fatalf("backup on a store without conditional writes = %v, want a refusal naming If-None-Match", err)
-		}
-	}
-	_ = st.List(context.Background(), "manifests/", func(oi store.ObjectInfo) error {
-		t.Errorf("manifest written on a store without conditional writes: %s", oi.Key)
-		return nil
-	})
 }
 
 func envInt(name string, def int) int {

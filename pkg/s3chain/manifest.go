@@ -10,9 +10,12 @@ import (
 )
 
 // FormatVersion is the version of the chain format (docs/FORMAT.md) this
-// package writes. It reads versions 1 and 2 and rejects any other with
-// ErrFormatVersion rather than guess at its meaning.
-const FormatVersion = 2
+// package writes: configs of new chains (block digest BLAKE3) and every
+// manifest, in chains of any version (a version-3 manifest is one written
+// under protocol 3; its layout is version 2's). It reads versions 1, 2 and
+// 3 and rejects any other with ErrFormatVersion rather than guess at its
+// meaning.
+const FormatVersion = 3
 
 // Bounds on what a reader accepts from a store, so that a corrupt or
 // hostile bucket cannot exhaust memory (FORMAT.md §4.3): a manifest object
@@ -26,7 +29,7 @@ const (
 	maxV1Bytes        = maxManifestHeader + maxV1Entries*96
 )
 
-// Manifest describes one backup of a chain. Version 2 manifests are
+// Manifest describes one backup of a chain. Version 2 and 3 manifests are
 // self-contained: Blocks lists every non-zero block of the volume image, so
 // a backup restores from its own manifest whatever happens to its parent.
 // Version 1 manifests (read only) list the blocks changed since the parent
@@ -76,7 +79,8 @@ type BlockRef struct {
 	// Index is the block number: the block covers bytes
 	// [Index*BlockSize, min((Index+1)*BlockSize, SizeBytes)).
 	Index int64 `json:"i"`
-	// Digest is the keyed HMAC-SHA256 of the block's bytes in lower-case hex,
+	// Digest is the keyed digest of the block's bytes (the chain config's
+	// algorithm: HMAC-SHA256 or BLAKE3) in lower-case hex,
 	// or "" for an all-zero block (which has no object).
 	Digest string `json:"d,omitempty"`
 }
@@ -118,7 +122,7 @@ func (m *Manifest) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// DecodeManifest parses a stored manifest of version 1 or 2 and checks its
+// DecodeManifest parses a stored manifest of version 1, 2 or 3 and checks its
 // structure: size bound, format version (ErrFormatVersion), canonical
 // encoding, names, sizes, and a sorted block list within the volume
 // (ErrInvalidManifest). It does not check the MAC, which needs the chain
@@ -139,8 +143,8 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("%w: version-1 manifest of %d bytes is more than %d", ErrInvalidManifest, len(data), maxV1Bytes)
 		}
 		return decodeV1(data)
-	case 2:
+	case 2, 3: // one layout (FORMAT.md §4.1)
 		return decodeV2(data)
 	}
-	return nil, fmt.Errorf("%w: manifest has version %d, this reader knows 1 and %d", ErrFormatVersion, probe.FormatVersion, FormatVersion)
+	return nil, fmt.Errorf("%w: manifest has version %d, this reader knows 1 to %d", ErrFormatVersion, probe.FormatVersion, FormatVersion)
 }

@@ -50,9 +50,9 @@ func TestDecodeManifestRejects(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}
-	v3 := strings.Replace(string(sampleManifest().Encode()), `"formatVersion":1`, `"formatVersion":3`, 1)
-	if _, err := DecodeManifest([]byte(v3)); !errors.Is(err, ErrFormatVersion) {
-		t.Errorf("version 3: %v", err)
+	v4 := strings.Replace(string(sampleManifest().Encode()), `"formatVersion":1`, `"formatVersion":4`, 1)
+	if _, err := DecodeManifest([]byte(v4)); !errors.Is(err, ErrFormatVersion) {
+		t.Errorf("version 4: %v", err)
 	}
 	data := sampleManifest().Encode()
 	if _, err := DecodeManifest(append([]byte(" "), data...)); !errors.Is(err, ErrInvalidManifest) {

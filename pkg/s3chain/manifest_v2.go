@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// manifestV2 is the stored form of a version-2 manifest (FORMAT.md §4.1):
+// manifestV2 is the stored form of a version-2 or -3 manifest (FORMAT.md
+// §4.1; the two differ only in formatVersion):
 // canonical JSON of these fields in this order. The block list is packed
 // (v2EntryLen bytes an entry: block index as little-endian uint32, then the
 // 32-byte digest), so a large manifest decodes in one base64 pass.
@@ -40,8 +41,9 @@ type manifestV2 struct {
 
 const v2EntryLen = 4 + 32
 
+// encodeV2 encodes m with its own FormatVersion (2 or 3).
 func encodeV2(m *Manifest) []byte {
-	w := manifestV2{FormatVersion: 2, Chain: m.Chain, ID: m.ID, ParentID: m.ParentID, CreatedAt: m.CreatedAt,
+	w := manifestV2{FormatVersion: m.FormatVersion, Chain: m.Chain, ID: m.ID, ParentID: m.ParentID, CreatedAt: m.CreatedAt,
 		SizeBytes: m.SizeBytes, BlockSize: m.BlockSize, VolumeMode: m.VolumeMode, FSType: m.FSType,
 		SourceVolume: m.SourceVolume, Node: m.Node, GroupID: m.GroupID, Member: m.Member,
 		Blocks: packBlocks(m.Blocks), ImageBlocks: len(m.Blocks), ChangedBlocks: m.DataBlocks,
@@ -73,7 +75,7 @@ func decodeV2(data []byte) (*Manifest, error) {
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
 	}
-	m := &Manifest{FormatVersion: 2, Chain: w.Chain, ID: w.ID, ParentID: w.ParentID, CreatedAt: w.CreatedAt,
+	m := &Manifest{FormatVersion: w.FormatVersion, Chain: w.Chain, ID: w.ID, ParentID: w.ParentID, CreatedAt: w.CreatedAt,
 		SizeBytes: w.SizeBytes, BlockSize: w.BlockSize, VolumeMode: w.VolumeMode, FSType: w.FSType,
 		SourceVolume: w.SourceVolume, Node: w.Node, GroupID: w.GroupID, Member: w.Member,
 		DataBlocks: w.ChangedBlocks, ZeroBlocks: w.ZeroedBlocks, DataBytes: w.ChangedBytes,

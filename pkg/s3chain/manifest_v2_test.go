@@ -90,3 +90,21 @@ func TestNewChainBlockSize(t *testing.T) {
 		}
 	}
 }
+
+// A version-3 manifest has version 2's layout with formatVersion 3, and
+// each version decodes to itself (so a v2 manifest keeps its bytes).
+func TestManifestV3Layout(t *testing.T) {
+	v2 := sampleManifestV2()
+	v3 := sampleManifestV2()
+	v3.FormatVersion = 3
+	want := strings.Replace(string(v2.Encode()), `"formatVersion":2`, `"formatVersion":3`, 1)
+	if string(v3.Encode()) != want {
+		t.Fatalf("v3 encoding %s", v3.Encode())
+	}
+	for _, m := range []*Manifest{v2, v3} {
+		got, err := DecodeManifest(m.Encode())
+		if err != nil || got.FormatVersion != m.FormatVersion || got.Digest() != m.Digest() {
+			t.Errorf("version %d: decoded %v, %v", m.FormatVersion, got, err)
+		}
+	}
+}

@@ -88,3 +88,39 @@ func TestDeleteFreesSpace(t *testing.T) {
 	sameTree(t, "the remaining backup after gc", rp.Path, want)
 	unpublishUnstage(t, rp)
 }
+
+// TestBackgroundGCFreesTemps: the driver's background gc (of one chain, a
+// -gc-delay after a deletion) also frees, at most hourly, the temporary
+// files that writers killed mid-write left in its default file target;
+// young ones and objects stay.
+func TestBackgroundGCFreesTemps(t *testing.T) {
+	n := startDriver(t, "node-a", func(o *driver.Options) {
+		o.GCDelay, o.GCMinAge = 200*time.Millisecond, 0
+	})
+	vol := createVolume(t, n.Ctrl, "pvc-tmp", volSize, mountCap("ext4"), pvcParams("shop", "tmp"))
+	snap := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-tmp", "")
+	root := filepath.Join(n.Opts.StateDir, "backups", "chains")
+	old, young := filepath.Join(root, "killed.json~tmp123"), filepath.Join(root, "young.json~tmp456")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Ctrl.DeleteSnapshot(rpcCtx(t), &csi.DeleteSnapshotRequest{SnapshotId: snap}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, err := os.Stat(old); err == nil && time.Now().Before(deadline); _, err = os.Stat(old) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Fatalf("%s of a killed writer still there after the background gc", old)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatalf("a young temporary file went too: %v", err)
+	}
+}
