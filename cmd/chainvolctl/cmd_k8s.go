@@ -50,7 +50,11 @@ YAML on stdout, or create them with --apply (objects that exist are left
 alone). A new cluster then restores with an ordinary PVC dataSource.
 
 A chain NAMESPACE/NAME gives the VolumeSnapshot NAME-ID (lower case) in
-NAMESPACE, or in NEW with --namespace-map NAMESPACE=NEW. With the
+NAMESPACE, or in NEW with --namespace-map NAMESPACE=NEW, when ID is a
+default backup id and NAME a lower-case name; else a readable form of
+NAME-ID and a hash of CHAIN@ID (e.g. db-0-nightly-3a1f...), so distinct
+backups never share a name. With --apply, a name that an object of
+another backup holds is left alone and reported (the command fails). With the
 csi-snapshotter sidecar running per node (--node-deployment, chainvol's
 default), a content is handled only by the sidecar of the node in its
 snapshot.storage.kubernetes.io/managed-by label: give any node running
@@ -103,6 +107,9 @@ func (a *app) k8sImport(cmd *cobra.Command, f importFlags) error {
 			return usageError{err}
 		}
 		pairs = append(pairs, p)
+	}
+	if err := distinctSnapshots(pairs); err != nil {
+		return err
 	}
 	if o.node == "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning: no --managed-by NODE: per-node csi-snapshotter sidecars (chainvol's deployment) ignore contents without the label")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -103,9 +104,11 @@ type volumeSnapshots interface {
 	Delete(context.Context, string, metav1.DeleteOptions) error
 }
 
-// snapshotClaim takes one snapshot of claim pvc and prunes its schedule.
+// snapshotClaim takes one snapshot of claim pvc and prunes its schedule:
+// the snapshots the labels select whose source is this very claim (a
+// hashed claimLabel may equal another claim's name).
 func snapshotClaim(ctx context.Context, log io.Writer, c volumeSnapshots, pvc string, f snapshotFlags, now time.Time) error {
-	l := map[string]string{scheduleLabel: f.schedule, pvcLabel: pvc}
+	l := map[string]string{scheduleLabel: f.schedule, pvcLabel: claimLabel(pvc)}
 	vs := &snapv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: scheduledName(pvc, now), Labels: l},
 		Spec: snapv1.VolumeSnapshotSpec{VolumeSnapshotClassName: &f.class,
@@ -122,7 +125,11 @@ func snapshotClaim(ctx context.Context, log io.Writer, c volumeSnapshots, pvc st
 	if err != nil {
 		return fmt.Errorf("list snapshots of the schedule: %w", err)
 	}
-	for _, old := range toPrune(list.Items, f.keep) {
+	mine := slices.DeleteFunc(list.Items, func(v snapv1.VolumeSnapshot) bool {
+		src := v.Spec.Source.PersistentVolumeClaimName
+		return src == nil || *src != pvc
+	})
+	for _, old := range toPrune(mine, f.keep) {
 		if err := c.Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("delete volumesnapshot %s: %w", old.Name, err)
 		}

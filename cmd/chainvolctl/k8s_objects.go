@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -56,13 +53,11 @@ type snapshotPair struct {
 	Snapshot *snapv1.VolumeSnapshot
 }
 
-var dns1123Invalid = regexp.MustCompile(`[^a-z0-9.-]+`)
-
 // pairFor builds the objects of backup m. The VolumeSnapshot lands in the
 // chain's namespace (the chain NAMESPACE/NAME, mapped by o.nsMap) and is
-// called NAME-ID (lower case); the content's name is derived from the
-// handle, so importing twice gives the same objects. Errors name a chain
-// that maps to no valid namespace.
+// called snapshotName (NAME-ID in lower case for a default id); the
+// content's name is derived from the handle, so importing twice gives the
+// same objects. Errors name a chain that maps to no valid namespace.
 func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 	ns, name, ok := strings.Cut(m.Chain, "/")
 	if mapped, isMapped := o.nsMap[ns]; isMapped {
@@ -76,9 +71,7 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 			m.Chain, ns, strings.Join(errs, "; "), strings.SplitN(m.Chain, "/", 2)[0])
 	}
 	handle := backupid.Format(target.Ref{Target: o.target, Chain: m.Chain, Backup: m.ID})
-	sum := sha256.Sum256([]byte(handle))
-	contentName := "chainvol-" + hex.EncodeToString(sum[:10])
-	snapName := objectName(name + "-" + m.ID)
+	cname, snapName := contentName(handle), snapshotName(m.Chain, m.ID)
 	meta := func(n, ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{importedLabel: "true"},
 			Annotations: map[string]string{
@@ -88,7 +81,7 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 	}
 	c := &snapv1.VolumeSnapshotContent{
 		TypeMeta:   metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshotContent"},
-		ObjectMeta: meta(contentName, ""),
+		ObjectMeta: meta(cname, ""),
 		Spec: snapv1.VolumeSnapshotContentSpec{
 			VolumeSnapshotRef: corev1.ObjectReference{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot", Namespace: ns, Name: snapName},
 			DeletionPolicy:    snapv1.DeletionPolicy(o.policy),
@@ -111,7 +104,7 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 	s := &snapv1.VolumeSnapshot{
 		TypeMeta:   metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"},
 		ObjectMeta: meta(snapName, ns),
-		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &contentName}},
+		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &cname}},
 	}
 	if o.class != "" {
 		s.Spec.VolumeSnapshotClassName = &o.class
@@ -119,15 +112,20 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 	return snapshotPair{Content: c, Snapshot: s}, nil
 }
 
-// objectName lowers s into a DNS-1123 subdomain of at most 253 bytes
-// (backup ids like 20261129T101500Z-3f9a0c17 become 20261129t101500z-3f9a0c17).
-func objectName(s string) string {
-	s = strings.Trim(dns1123Invalid.ReplaceAllString(strings.ToLower(s), "-"), "-.")
-	if len(s) > validation.DNS1123SubdomainMaxLength {
-		sum := sha256.Sum256([]byte(s))
-		s = s[:validation.DNS1123SubdomainMaxLength-17] + "-" + hex.EncodeToString(sum[:8])
+// distinctSnapshots refuses, as a usage error, two backups whose
+// VolumeSnapshots would share a namespace and name: chains of namespaces
+// that --namespace-map merges, with the same NAME and default id.
+func distinctSnapshots(pairs []snapshotPair) error {
+	seen := map[string]string{}
+	for _, p := range pairs {
+		key, b := p.Snapshot.Namespace+"/"+p.Snapshot.Name, p.Snapshot.Annotations[backupAnnotation]
+		if other, ok := seen[key]; ok {
+			return usagef("backups %s and %s would both be volumesnapshot %s: --namespace-map puts their chains into one namespace; map them to different namespaces",
+				other, b, key)
+		}
+		seen[key] = b
 	}
-	return s
+	return nil
 }
 
 // volumeMode maps a manifest's volume mode (any letter case) to the API's.

@@ -3,7 +3,6 @@ package main
 import (
 	"slices"
 	"strings"
-	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 )
@@ -43,10 +42,4 @@ func toPrune(snaps []snapv1.VolumeSnapshot, keep int) []snapv1.VolumeSnapshot {
 		}
 	}
 	return nil
-}
-
-// scheduledName is the VolumeSnapshot name of claim pvc taken at t:
-// PVC-YYYYMMDDHHMMSS (UTC), at most 253 bytes.
-func scheduledName(pvc string, t time.Time) string {
-	return objectName(pvc + "-" + t.UTC().Format("20060102150405"))
 }

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func vs(name string, minute int, ready, deleting bool) snapv1.VolumeSnapshot {
@@ -50,7 +57,40 @@ func TestToPrune(t *testing.T) {
 	if got := names(toPrune(tie, 1)); !slices.Equal(got, []string{"x-1"}) {
 		t.Errorf("equal times: prune %v, want the smaller name x-1", got)
 	}
-	if n := scheduledName("Data_DB-0", time.Date(2026, 11, 29, 10, 15, 0, 0, time.FixedZone("x", 3600))); n != "data-db-0-20261129091500" {
+	if n := scheduledName("data-db-0", time.Date(2026, 11, 29, 10, 15, 0, 0, time.FixedZone("x", 3600))); n != "data-db-0-20261129091500" {
 		t.Errorf("scheduledName = %q", n)
+	}
+}
+
+// TestSnapshotClaimPrunesOnlyItsClaim: a claim too long for a label value
+// is labelled with a hashed value, which a claim may be named after; its
+// schedule's pruning still deletes only snapshots of its own claim.
+func TestSnapshotClaimPrunesOnlyItsClaim(t *testing.T) {
+	long := strings.Repeat("a", 100) + "-0"
+	impostor := claimLabel(long) // a valid claim name, and its own label value
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	snap := func(name, pvc string, age time.Duration) *snapv1.VolumeSnapshot {
+		v := vs(name, 0, true, false)
+		v.Namespace, v.CreationTimestamp = "shop", metav1.NewTime(now.Add(-age))
+		v.Labels = map[string]string{scheduleLabel: "default", pvcLabel: impostor}
+		v.Spec.Source.PersistentVolumeClaimName = &pvc
+		return &v
+	}
+	cs := fake.NewSimpleClientset(snap("old", long, 2*time.Hour), snap("newer", long, time.Hour), snap("other", impostor, 3*time.Hour))
+	cs.PrependReactor("create", "volumesnapshots", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.CreateAction).GetObject().(*snapv1.VolumeSnapshot).CreationTimestamp = metav1.NewTime(now) // as the API server would
+		return false, nil, nil
+	})
+	c := cs.SnapshotV1().VolumeSnapshots("shop")
+	var log bytes.Buffer
+	if err := snapshotClaim(context.Background(), &log, c, long, snapshotFlags{class: "c", schedule: "default", keep: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := c.List(context.Background(), metav1.ListOptions{})
+	if got := names(list.Items); !slices.Equal(got, []string{scheduledName(long, now), "newer", "other"}) {
+		t.Errorf("left %v, want the other claim's snapshot kept and only old pruned:\n%s", got, &log)
+	}
+	if len(validation.IsValidLabelValue(impostor)) > 0 || !strings.Contains(log.String(), "volumesnapshot/old deleted") {
+		t.Errorf("label %q, log %s", impostor, &log)
 	}
 }

@@ -2,9 +2,11 @@ package backupid
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -41,5 +43,38 @@ func TestParseRefuses(t *testing.T) {
 		if r, err := Parse(id); !errors.Is(err, target.ErrBadRef) {
 			t.Errorf("Parse(%q) = %+v, %v; want ErrBadRef", id, r, err)
 		}
+	}
+}
+
+// TestFormatInjective: random valid targets, chains (short, and long
+// enough to be hashed) and backup ids give distinct ids of at most MaxLen
+// bytes that parse back to their own reference.
+func TestFormatInjective(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 8))
+	pick := func(alpha string, n int) string {
+		b := make([]byte, 1+r.IntN(n))
+		for i := range b {
+			b[i] = alpha[r.IntN(len(alpha))]
+		}
+		return string(b)
+	}
+	seen := map[string]target.Ref{}
+	for range 30000 {
+		ref := target.Ref{Target: pick("a0-", 3), Chain: pick("aA_-./", 100), Backup: pick("aA0_-.", 64)}
+		if s3chain.ValidChainName(ref.Chain) != nil || s3chain.ValidBackupID(ref.Backup) != nil || strings.Trim(ref.Target, "-") != ref.Target {
+			continue
+		}
+		id := Format(ref)
+		if o, ok := seen[id]; ok && o != ref {
+			t.Fatalf("%+v and %+v share id %q", o, ref, id)
+		}
+		seen[id] = ref
+		got, err := Parse(id)
+		if len(id) > MaxLen || err != nil || got.Target != ref.Target || got.Backup != ref.Backup || !Hashes(got.Chain, ref.Chain) {
+			t.Fatalf("Format(%+v) = %q (%d bytes), parses to %+v, %v", ref, id, len(id), got, err)
+		}
+	}
+	if len(seen) < 1000 {
+		t.Fatalf("only %d valid references generated", len(seen))
 	}
 }

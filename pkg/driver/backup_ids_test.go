@@ -3,6 +3,7 @@ package driver
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -81,5 +82,44 @@ func TestChainName(t *testing.T) {
 			t.Errorf("volumes %q and %q share chain %q", other, tc.lv.Name, got)
 		}
 		seen[got] = tc.lv.Name
+	}
+}
+
+// TestChainNameInjective: random volume names over the bytes the escape
+// touches ('_', '/', ':', '.', ' ', case) and random claims, short and
+// past the hashing length, give valid chains that no two volumes of
+// distinct claims (or, without a claim, of distinct names) share.
+func TestChainNameInjective(t *testing.T) {
+	const bytes = "aA-_/:. 2f"
+	r := rand.New(rand.NewPCG(24, 6))
+	seg := func(n int) string {
+		b := make([]byte, 1+r.IntN(n))
+		for i := range b {
+			b[i] = bytes[r.IntN(len(bytes))]
+		}
+		return string(b)
+	}
+	seen, claims := map[string]string{}, 0
+	for i := range 30000 {
+		lv := backend.LVol{Name: seg(110)}
+		if i%2 == 0 {
+			ns := strings.Trim(strings.ToLower(strings.NewReplacer("_", "", "/", "", ":", "", ".", "", " ", "").Replace(seg(10))), "-")
+			lv.Labels = volume.Record{PVCNamespace: ns, PVCName: strings.NewReplacer(" ", "-", ":", ".", "/", "_").Replace(seg(60))}.Encode()
+		}
+		c := chainName(lv)
+		if err := s3chain.ValidChainName(c); err != nil {
+			t.Fatalf("chainName(%q) = %q: %v", lv.Name, c, err)
+		}
+		key := "volume " + lv.Name
+		if rec := volume.Of(lv); !strings.HasPrefix(c, "_volume") {
+			key, claims = "claim "+rec.PVCNamespace+"/"+rec.PVCName, claims+1
+		}
+		if o, ok := seen[c]; ok && o != key {
+			t.Fatalf("%s and %s share chain %q", o, key, c)
+		}
+		seen[c] = key
+	}
+	if claims < 1000 {
+		t.Fatalf("only %d claim chains generated", claims)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
 
@@ -79,11 +80,13 @@ func (x *backupIndex) invalidate(name string) {
 }
 
 // credsDigest identifies a request's secrets in the index without keeping
-// them: SHA-256 over the known keys.
+// them: SHA-256 over the known keys, each value quoted, so that no two sets
+// of secrets hash the same bytes (a value holding a NUL and a key name
+// could otherwise shift into the next key's) and share another's listing.
 func credsDigest(secrets map[string]string) string {
 	h := sha256.New()
 	for _, k := range []string{target.KeyAccessKeyID, target.KeySecretAccessKey, target.KeySessionToken, target.KeyEncryptionKey} {
-		h.Write([]byte(k + "=" + secrets[k] + "\x00"))
+		fmt.Fprintf(h, "%s=%q\n", k, secrets[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

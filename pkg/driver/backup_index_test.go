@@ -1,10 +1,14 @@
 package driver
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // TestBackupIndex: a listing is served for indexTTL, dropped at once by an
@@ -44,5 +48,41 @@ func TestBackupIndex(t *testing.T) {
 	}
 	if credsDigest(nil) == credsDigest(map[string]string{"encryptionKey": "k"}) {
 		t.Fatal("an encryption key does not change the credentials digest")
+	}
+}
+
+// TestCredsDigestInjective: secrets that differ only in where a NUL, '='
+// or a key's name falls, and random ones over those bytes, never share a
+// digest (the index would answer one set of credentials with another's
+// listing).
+func TestCredsDigestInjective(t *testing.T) {
+	a, s := target.KeyAccessKeyID, target.KeySecretAccessKey
+	sets := []map[string]string{
+		{a: "a\x00" + s + "=b", s: ""}, {a: "a", s: "b\x00" + s + "="}, {a: "a"}, {a: "a", s: ""}, {},
+	}
+	r := rand.New(rand.NewPCG(24, 9))
+	const bytes = "a=\x00\n\"\\"
+	for range 20000 {
+		m := map[string]string{}
+		for _, k := range []string{a, s, target.KeySessionToken, target.KeyEncryptionKey} {
+			if r.IntN(2) == 0 {
+				b := make([]byte, r.IntN(6))
+				for i := range b {
+					b[i] = bytes[r.IntN(len(bytes))]
+				}
+				m[k] = string(b)
+			}
+		}
+		sets = append(sets, m)
+	}
+	seen := map[string]string{}
+	for _, m := range sets {
+		// A missing key reads as "", like the request's secrets do.
+		in := fmt.Sprintf("%q|%q|%q|%q", m[a], m[s], m[target.KeySessionToken], m[target.KeyEncryptionKey])
+		d := credsDigest(m)
+		if o, ok := seen[d]; ok && o != in {
+			t.Fatalf("secrets %s and %s share a digest", o, in)
+		}
+		seen[d] = in
 	}
 }

@@ -28,6 +28,9 @@ import (
 // of the next call while it is retried under that id (backupStatus).
 func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest, sp snapshotParams) (*csi.CreateSnapshotResponse, error) {
 	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, req.GetName()); err == nil {
+		if err := takenByGroup(req.GetName(), snap); err != nil {
+			return nil, err
+		}
 		if snap.SourceID != req.GetSourceVolumeId() || !volume.Of(snap).IsBackup() {
 			return nil, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume or as a local snapshot", req.GetName())
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -87,8 +89,7 @@ func (e *pvcEvents) restoreProgress(lv backend.LVol, msg string) {
 	e.mu.Lock()
 	st := e.state[lv.ID]
 	if st == nil {
-		h := sha256.Sum256([]byte(lv.ID))
-		st = &restoreEvent{name: name + ".chainvol-restore-" + hex.EncodeToString(h[:4]), first: now}
+		st = &restoreEvent{name: restoreEventName(name, lv.ID), first: now}
 		e.state[lv.ID] = st
 	} else if now.Sub(st.last) < progressEventEvery {
 		e.mu.Unlock()
@@ -156,4 +157,18 @@ func (e *pvcEvents) write(ev *corev1.Event, st *restoreEvent) error {
 		return nil
 	}
 	return err
+}
+
+// restoreEventName is the Event of the restore of lvol id into claim pvc:
+// "PVC.chainvol-restore-HASH", HASH 16 hex digits of the SHA-256 of id, so
+// restores of one claim name (a claim deleted and made again) keep their
+// own events; the claim's name is cut so that the whole stays a DNS-1123
+// subdomain of at most 253 bytes (longer, the API would refuse it).
+func restoreEventName(pvc, id string) string {
+	h := sha256.Sum256([]byte(id))
+	suffix := ".chainvol-restore-" + hex.EncodeToString(h[:8])
+	if n := validation.DNS1123SubdomainMaxLength - len(suffix); len(pvc) > n {
+		pvc = strings.TrimRight(pvc[:n], "-.")
+	}
+	return pvc + suffix
 }

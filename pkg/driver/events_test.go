@@ -1,12 +1,14 @@
 package driver
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/volume"
@@ -64,5 +66,25 @@ func TestPVCEventsRateAndShape(t *testing.T) {
 	e.restoreDone(lv)
 	if len(e.state) != 0 {
 		t.Error("restoreDone left state behind")
+	}
+}
+
+// TestRestoreEventNameInjective: restores of one claim name by distinct
+// lvols get distinct event names, and every claim name up to the longest
+// a claim can have gives a valid one (DNS-1123 subdomain).
+func TestRestoreEventNameInjective(t *testing.T) {
+	seen := map[string]string{}
+	for _, pvc := range []string{"data", "data-0", strings.Repeat("a", 219), strings.Repeat("a", 218) + ".b", strings.Repeat("a-", 126) + "a"} {
+		for i := range 2000 {
+			id := fmt.Sprintf("v-%032x", i)
+			n := restoreEventName(pvc, id)
+			if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+				t.Fatalf("restoreEventName(%d-byte claim, %s) = %q: %v", len(pvc), id, n, errs)
+			}
+			if o, ok := seen[n]; ok && o != pvc+"/"+id {
+				t.Fatalf("%s and %s/%s share the event %q", o, pvc, id, n)
+			}
+			seen[n] = pvc + "/" + id
+		}
 	}
 }

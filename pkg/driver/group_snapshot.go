@@ -104,11 +104,15 @@ func (d *groups) groupMembers(ctx context.Context, name string, ids []string) ([
 }
 
 // groupSnapshotID is the id of the group called name taken at t:
-// "g-TIME-HASH", a valid backup id (so it fits a manifest's groupId and a
-// "group:ID" selector) and stable across retries once taken.
+// "g-TIME-HASH", HASH 20 hex digits of the SHA-256 of name, a valid backup
+// id (so it fits a manifest's groupId and a "group:ID" selector; 39
+// bytes) and stable across retries once taken (the members record it).
+// Groups of two names taken in one second must not share an id (deleting
+// one would delete both): 80 bits keep that out of reach even of names
+// chosen to collide, where the 48 of earlier versions were not.
 func groupSnapshotID(name string, t time.Time) string {
 	h := sha256.Sum256([]byte(name))
-	return "g-" + t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(h[:6])
+	return "g-" + t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(h[:10])
 }
 
 // groupStatus describes a group from its member lvols: backups report

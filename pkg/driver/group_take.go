@@ -40,6 +40,9 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 			d.vols.Unlock(s.ID)
 		}
 	}()
+	if err := d.memberNamesFree(ctx, req.GetName(), len(srcs)); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	gid := groupSnapshotID(req.GetName(), now)
 	recs, refs, err := d.groupRecords(ctx, req, sp, srcs, gid, now)
@@ -57,6 +60,30 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 		}
 	}
 	return members, nil
+}
+
+// memberName is the snapshot lvol name of member i of the group called
+// name: distinct for distinct groups and members (the digits after the
+// last '-' are i), but a CreateSnapshot may use it too (takenByGroup).
+func memberName(name string, i int) string { return fmt.Sprintf("%s-%d", name, i) }
+
+// memberNamesFree refuses a group whose members' lvol names a snapshot
+// holds already: the pool would hand that snapshot back as a member (and
+// delete it with the group). This group's own members are never there:
+// a retry finds them by their record first (groupMembers). Errors:
+// AlreadyExists naming the snapshot, those of the pool.
+func (d *groups) memberNamesFree(ctx context.Context, name string, n int) error {
+	for i := range n {
+		lv, err := d.pool.GetByName(ctx, backend.KindSnapshot, memberName(name, i))
+		if errors.Is(err, backend.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return snapshotError("look up snapshot "+memberName(name, i), err)
+		}
+		return status.Errorf(codes.AlreadyExists, "group snapshot %q names its member %d %q, a name snapshot %s holds already; use another group name",
+			name, i, memberName(name, i), lv.ID)
+	}
+	return nil
 }
 
 // groupSources returns the member volumes; volumes that are not in this
@@ -152,7 +179,7 @@ func (d *groups) freezeAndReflink(ctx context.Context, name string, srcs []backe
 		thaws = append(thaws, thaw)
 	}
 	for i, s := range srcs {
-		snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: fmt.Sprintf("%s-%d", name, i),
+		snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: memberName(name, i),
 			SourceID: s.ID, SizeBytes: s.SizeBytes}, snapshotRecord(s, recs[i]))
 		if err != nil {
 			return members, 0, snapshotError("snapshot lvol of group member "+s.ID, err)

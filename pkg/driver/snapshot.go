@@ -46,6 +46,9 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 // AlreadyExists; an unknown source is NotFound.
 func (d *snapshotter) localSnapshot(ctx context.Context, name, sourceID string, rec volume.Record) (backend.LVol, error) {
 	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, name); err == nil {
+		if err := takenByGroup(name, snap); err != nil {
+			return snap, err
+		}
 		if snap.SourceID != sourceID {
 			return snap, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume (%s)", name, snap.SourceID)
 		}
@@ -71,6 +74,18 @@ func (d *snapshotter) localSnapshot(ctx context.Context, name, sourceID string, 
 	}
 	klog.InfoS("snapshot taken", "snapshot", snap.ID, "name", name, "source", src.ID)
 	return snap, nil
+}
+
+// takenByGroup is the AlreadyExists of a CreateSnapshot called name whose
+// lvol is a member of a group snapshot (named GROUP-N, freezeAndReflink:
+// single and group snapshots share the pool's snapshot names), so that the
+// member never answers for, nor is deleted as, another snapshot. nil when
+// snap is no group's member.
+func takenByGroup(name string, snap backend.LVol) error {
+	if g := volume.Of(snap).GroupName; g != "" {
+		return status.Errorf(codes.AlreadyExists, "snapshot name %q is taken by a member of group snapshot %q (a group's members are named GROUP-N); use another name", name, g)
+	}
+	return nil
 }
 
 // snapshotRecord is rec with the source's filesystem facts, so a volume

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,6 +127,39 @@ func TestBackupNamesConcurrent(t *testing.T) {
 		_, ok, err := m.LookupBackupName(fmt.Sprintf("n%d", i))
 		if err != nil || ok != (i%2 == 1) {
 			t.Errorf("n%d after restart: recorded %v (%v), want %v", i, ok, err, i%2 == 1)
+		}
+	}
+}
+
+// TestBackupNameFilesInjective: CSI names that differ only in case,
+// separators, '/' or length (up to far beyond a file name's 255 bytes)
+// each get their own record file, a plain file name that load keeps, so a
+// fresh store (a driver restart) answers every name with its own record.
+func TestBackupNameFilesInjective(t *testing.T) {
+	dir := t.TempDir()
+	s := &nameStore{dir: dir}
+	names := []string{"a", "A", "a-b", "a_b", "a.b", "a/b", "a//b", "/a", "a/", ".", "..", "../x", ".tmp-1", "é", strings.Repeat("x", 4096)}
+	for i := range 500 {
+		names = append(names, fmt.Sprintf("snapshot-%d", i), fmt.Sprintf("Snapshot_%d", i), fmt.Sprintf("ns/snap.%d", i))
+	}
+	files := map[string]string{}
+	for i, n := range names {
+		if err := s.record(BackupName{Name: n, SnapshotID: fmt.Sprintf("backup:t:c@%d", i)}); err != nil {
+			t.Fatalf("record %q: %v", n, err)
+		}
+		f := filepath.Base(s.path(n))
+		if o, ok := files[f]; ok {
+			t.Fatalf("names %q and %q share the record file %s", o, n, f)
+		}
+		if filepath.Dir(s.path(n)) != dir || strings.HasPrefix(f, ".") || len(f) > 255 {
+			t.Fatalf("record file %q of %q is not a plain file of the directory", s.path(n), n)
+		}
+		files[f] = n
+	}
+	fresh := &nameStore{dir: dir}
+	for i, n := range names {
+		if r, ok, err := fresh.lookup(n); err != nil || !ok || r.SnapshotID != fmt.Sprintf("backup:t:c@%d", i) {
+			t.Fatalf("after a restart, %q answers %+v, %v, %v", n, r, ok, err)
 		}
 	}
 }

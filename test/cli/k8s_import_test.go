@@ -139,3 +139,56 @@ func TestK8sImport(t *testing.T) {
 	}
 	_ = os.Remove(img)
 }
+
+// TestK8sImportNamesApart (issue 24): backups whose chain names or ids
+// differ only where the lower-case name folds (db_0 and db-0, Nightly and
+// nightly, a@b-c and a-b@c) get distinct VolumeSnapshots, each bound to
+// the content of its own backup's handle; a --namespace-map that merges two
+// namespaces into one name is refused before anything is written.
+func TestK8sImportNamesApart(t *testing.T) {
+	srv := testutil.StartS3(t)
+	dir := t.TempDir()
+	c := &ctl{t: t, secrets: []string{srv.SecretKey}}
+	c.env = []string{"CHAINVOL_TARGETS=s3=" + srv.URL("names"), "CHAINVOL_ACCESS_KEY_ID=" + srv.AccessKey,
+		"CHAINVOL_SECRET_ACCESS_KEY=" + srv.SecretKey}
+	g := []string{"--state-dir", filepath.Join(dir, "state")}
+	img := makeImage(t, dir)
+	backups := [][2]string{{"shop/db_0", "20261129T100000Z"}, {"shop/db-0", "20261129T100000Z"},
+		{"shop/db", "Nightly"}, {"shop/db", "nightly"}, {"shop/a", "b-c"}, {"shop/a-b", "c"}}
+	for _, b := range backups {
+		c.ok(append(g, "backup", "create", "--from", img, "--chain", b[0], "--id", b[1])...)
+	}
+	contents, snaps := strictDocs(t, c.ok(append(g, "k8s", "import", "--managed-by", "n")...))
+	if len(contents) != len(backups) || len(snaps) != len(backups) {
+		t.Fatalf("%d contents, %d snapshots for %d backups", len(contents), len(snaps), len(backups))
+	}
+	handleOf := map[string]string{}
+	for _, ct := range contents {
+		handleOf[ct.Name] = *ct.Spec.Source.SnapshotHandle
+	}
+	names := map[string]string{}
+	for _, s := range snaps {
+		h := handleOf[*s.Spec.Source.VolumeSnapshotContentName]
+		if o, ok := names[s.Name]; ok {
+			t.Errorf("%s and %s share volumesnapshot %s", o, h, s.Name)
+		}
+		names[s.Name] = h
+		if want := "backup:" + s.Annotations["chainvol.csi.io/backup"]; h != want {
+			t.Errorf("volumesnapshot %s restores %s, but is annotated %s", s.Name, h, want)
+		}
+	}
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/db_0", "--id", "20261129T100000Z")...)
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/db-0", "--id", "20261129T100000Z")...)
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/data", "--id", "20261129T100000Z")...)
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "shop/data", "--id", "20261129T100000Z")...)
+	e := c.fails(2, append(g, "k8s", "import", "--chain", "shop/data", "--chain", "lab/data", "--namespace-map", "shop=dr", "--namespace-map", "lab=dr")...)
+	if !strings.Contains(e, "s3:lab/data@20261129T100000Z") || !strings.Contains(e, "s3:shop/data@20261129T100000Z") || !strings.Contains(e, "dr/data-20261129t100000z") {
+		t.Errorf("merged namespaces: %s", e)
+	}
+	// Hashed names carry the chain's namespace: merged, they stay apart.
+	_, merged := strictDocs(t, c.ok(append(g, "k8s", "import", "--chain", "shop/db_0", "--chain", "lab/db_0", "--namespace-map", "shop=dr", "--namespace-map", "lab=dr", "--managed-by", "n")...))
+	if len(merged) != 2 || merged[0].Name == merged[1].Name {
+		t.Errorf("hashed names of merged namespaces: %+v", merged)
+	}
+	_ = os.Remove(img)
+}

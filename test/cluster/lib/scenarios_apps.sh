@@ -32,7 +32,7 @@ gone_ns() {
 }
 
 # vs_name CLAIM HANDLE: the VolumeSnapshot `k8s import` makes for a backup
-# of NS/CLAIM: CLAIM-ID in lower case (docs/applications.md).
+# of NS/CLAIM with a default id: CLAIM-ID in lower case (docs/applications.md).
 vs_name() { echo "$1-${2##*@}" | tr 'A-Z' 'a-z'; }
 
 # s_import_after_loss (issue 14): two backups of imp/data; the namespace
