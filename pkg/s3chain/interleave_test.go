@@ -27,6 +27,10 @@ import (
 // on one chain: every backup reported ready and not deleted restores
 // byte-identically, no restore ever returns other bytes, and once
 // everything is deleted and locks expire, gc leaves no block and no lock.
+// Schedules also pause requests between an actor's check and its effect
+// (held at a gate, released after a random delay, landing late when their
+// caller gave up) and step the store's clock (interleave_pause_test.go);
+// the invariants are checked once every held request was released.
 //
 // CHAINVOL_SCHEDULES sets the number of schedules (default 2000 on the
 // in-memory store); CHAINVOL_SEED the first seed (default: the time).
@@ -42,8 +46,8 @@ const (
 type world struct {
 	t     *testing.T
 	dir   string
-	store store.Store
-	pool  [][]byte // block contents images are drawn from (heavy dedup)
+	store *storetest.Faulty // the shared store; each writer has a view of it
+	pool  [][]byte          // block contents images are drawn from (heavy dedup)
 	ttl   time.Duration
 	seed  uint64
 
@@ -51,6 +55,8 @@ type world struct {
 	ready   map[string]readyBackup // by id + "@" + createdAt
 	deleted map[string]time.Time   // id -> end of the last DeleteBackup of it (successful or not: a lost answer may hide a success)
 	bad     []string
+	gates   []*storetest.Gate // every pause of the schedule
+	shift   time.Duration     // the largest clock shift the store had
 }
 
 type readyBackup struct {
@@ -73,7 +79,7 @@ func TestChainProtocolInterleavings(t *testing.T) {
 	seed := uint64(envInt("CHAINVOL_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("%d schedules from seed %d (CHAINVOL_SEED=%d reproduces)", n, seed, seed)
 	parallel(t, n, func(k int) {
-		runSchedule(t, storetest.NewMem(), seed+uint64(k), 80*time.Millisecond, k%2 == 1)
+		runSchedule(t, storetest.NewFaulty(storetest.NewMem()), seed+uint64(k), 80*time.Millisecond, k%2 == 1)
 	})
 }
 
@@ -104,7 +110,7 @@ func envInt(name string, def int) int {
 
 // runSchedule runs one schedule from seed on store and checks the
 // invariant; faults adds stalls and kills to the random errors and delays.
-func runSchedule(t *testing.T, st store.Store, seed uint64, ttl time.Duration, faults bool) {
+func runSchedule(t *testing.T, st *storetest.Faulty, seed uint64, ttl time.Duration, faults bool) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	w := &world{t: t, dir: t.TempDir(), store: st, ttl: ttl, seed: seed,
 		ready: map[string]readyBackup{}, deleted: map[string]time.Time{}}
@@ -124,7 +130,9 @@ func runSchedule(t *testing.T, st store.Store, seed uint64, ttl time.Duration, f
 		wg.Go(func() { wr.run() })
 	}
 	wg.Wait()
+	w.releaseAll()
 	w.check()
+	w.settleClock()
 	w.drain()
 	for _, b := range w.bad {
 		t.Errorf("seed %d: %s", seed, b)
@@ -156,6 +164,7 @@ type writer struct {
 	n      int
 	rng    *rand.Rand
 	chaos  *chaosStore
+	view   *storetest.Faulty // its network: pauses are installed here
 	repo   *s3chain.Repo
 	faults bool
 }
@@ -165,13 +174,15 @@ func (w *world) newWriter(n int, seed uint64, faults bool) *writer {
 	if faults {
 		p = 0.03
 	}
-	c := newChaos(w.store, seed, p, time.Millisecond)
+	v := w.store.View()
+	c := newChaos(v, seed, p, time.Millisecond)
 	repo, _ := s3chain.NewRepo(c, s3chain.RepoOptions{LeaseTTL: w.ttl})
-	return &writer{w: w, n: n, rng: rand.New(rand.NewPCG(seed, 2)), chaos: c, repo: repo, faults: faults}
+	return &writer{w: w, n: n, rng: rand.New(rand.NewPCG(seed, 2)), chaos: c, view: v, repo: repo, faults: faults}
 }
 
 func (wr *writer) run() {
 	for op := range ilOps {
+		wr.disturb()
 		switch x := wr.rng.IntN(100); {
 		case x < 45:
 			wr.backup(op)

@@ -4,8 +4,10 @@
 // the ErrNotAtomic fallback case instead); NewMem, an in-memory Store for
 // quick unit tests; and NewFaulty, a fault-injecting wrapper for engine
 // tests (fail the Nth operation, fail keys matching a predicate, delay
-// calls, lose the answer of a write, corrupt returned bytes, behave like
-// a server without conditional writes, count Gets per key), in the manner
+// calls, hold calls at a Gate between an actor's check and its effect and
+// let them land late, step or skew the store's clock, lose the answer of a
+// write, corrupt returned bytes, behave like a server without conditional
+// writes, count Gets per key; View for one more client), in the manner
 // of kopia's blobtesting and FaultyStorage. It must never be imported by
 // non-test code.
 package storetest

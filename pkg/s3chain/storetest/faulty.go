@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,13 @@ type Fault struct {
 	// the wait and does not decide it: the delays of all such faults that
 	// fire add up, and an error fault may still fire on the same call.
 	Delay time.Duration
+	// Gate holds the call, after any Delay, just before it reaches the
+	// inner store until the test releases it (see Gate: a held write lands
+	// even if its caller gave up). A fault with only Gate (and Delay) set
+	// does not decide the call, like a delay-only one; the first such gate
+	// that fires holds it. With Err or After the call is held and then
+	// fails as they say.
+	Gate *Gate
 
 	seen, fired int
 }
@@ -68,7 +76,10 @@ type Fault struct {
 // in the manner of kopia's FaultyStorage, for engine tests; with
 // WithoutConditionalWrites it is a store without atomic create. It also
 // counts the calls of every operation and the Gets (and GetMaxes) of
-// every key. Safe for concurrent use.
+// every key. Gates pause calls between an actor's check and its effect;
+// StepClock and SkewClock shift the object times the store reports; View
+// makes another client of the same store, with faults of its own. Safe for
+// concurrent use.
 type Faulty struct {
 	inner  store.Store
 	mu     sync.Mutex
@@ -76,6 +87,9 @@ type Faulty struct {
 	ops    map[Op]int
 	gets   map[string]int
 	noCond bool // PutIfAbsent answers store.ErrNotAtomic
+
+	clock *storeClock   // shared with the views
+	skew  time.Duration // this gateway's own shift; guarded by clock.mu
 }
 
 var (
@@ -85,7 +99,7 @@ var (
 
 // NewFaulty wraps inner with no faults yet.
 func NewFaulty(inner store.Store) *Faulty {
-	return &Faulty{inner: inner, ops: map[Op]int{}, gets: map[string]int{}}
+	return &Faulty{inner: inner, ops: map[Op]int{}, gets: map[string]int{}, clock: newStoreClock()}
 }
 
 // Add installs f and returns the Faulty, for chaining. The first fault
@@ -118,6 +132,14 @@ func (f *Faulty) CorruptGets(match func(key string) bool) *Faulty {
 // before it runs; see Fault.Delay.
 func (f *Faulty) Delay(op Op, match func(key string) bool, d time.Duration) *Faulty {
 	return f.Add(Fault{Op: op, Key: match, Delay: d})
+}
+
+// Hold makes the nth call (1-based, from now; 0: every call) of op whose
+// key matches (nil: every key) wait at a new gate, which it returns.
+func (f *Faulty) Hold(op Op, match func(key string) bool, nth int) *Gate {
+	g := NewGate()
+	f.Add(Fault{Op: op, Key: match, Nth: nth, Gate: g})
+	return g
 }
 
 // WithoutConditionalWrites makes the store behave like an S3 server that
@@ -160,9 +182,10 @@ func (f *Faulty) Gets(key string) int {
 	return f.gets[key]
 }
 
-// match counts the call and returns the fault that decides it (nil: none)
-// and the total wait of the delay-only faults that fire.
-func (f *Faulty) match(op Op, key string) (*Fault, time.Duration) {
+// match counts the call and returns the fault that decides it (nil: none),
+// the total wait of the faults that fire and the gate that holds the call
+// (nil: none).
+func (f *Faulty) match(op Op, key string) (*Fault, time.Duration, *Gate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ops[op]++
@@ -170,6 +193,7 @@ func (f *Faulty) match(op Op, key string) (*Fault, time.Duration) {
 		f.gets[key]++
 	}
 	var delay time.Duration
+	var gate *Gate
 	for _, ft := range f.faults {
 		if (ft.Op != OpAny && ft.Op != op) || (ft.Key != nil && !ft.Key(key)) {
 			continue
@@ -180,17 +204,22 @@ func (f *Faulty) match(op Op, key string) (*Fault, time.Duration) {
 			continue
 		}
 		ft.fired++
-		if ft.delayOnly() {
+		if gate == nil {
+			gate = ft.Gate
+		}
+		if ft.passive() {
 			delay += ft.Delay
 			continue
 		}
-		return ft, delay + ft.Delay
+		return ft, delay + ft.Delay, gate
 	}
-	return nil, delay
+	return nil, delay, gate
 }
 
-func (ft *Fault) delayOnly() bool {
-	return ft.Delay > 0 && ft.Err == nil && !ft.After && !ft.Corrupt
+// passive tells a fault that only slows or holds a call from one that
+// decides it.
+func (ft *Fault) passive() bool {
+	return (ft.Delay > 0 || ft.Gate != nil) && ft.Err == nil && !ft.After && !ft.Corrupt
 }
 
 func (ft *Fault) err() error {
@@ -200,14 +229,22 @@ func (ft *Fault) err() error {
 	return ErrInjected
 }
 
-// call matches a call of op on key, waits its delay and applies the
-// deciding fault around the inner operation do.
-func (f *Faulty) call(ctx context.Context, op Op, key string, do func() error) error {
-	ft, delay := f.match(op, key)
+// call matches a call of op on key, waits its delay, passes its gate and
+// applies the deciding fault around the inner operation do. body is the
+// data of a Put (nil for other operations): a held write keeps a copy, as
+// a request on the wire does, so its caller may reuse the buffer.
+func (f *Faulty) call(ctx context.Context, op Op, key string, body *[]byte, do func(context.Context) error) error {
+	ft, delay, gate := f.match(op, key)
 	if err := sleep(ctx, delay); err != nil {
 		return err
 	}
-	return apply(ft, do)
+	if gate != nil && body != nil {
+		*body = slices.Clone(*body)
+	}
+	write := body != nil || op == OpDelete
+	return gate.pass(ctx, op, key, write, func(ctx context.Context) error {
+		return apply(ft, func() error { return do(ctx) })
+	})
 }
 
 // apply applies the fault ft (nil: none) around the inner operation do.
@@ -237,13 +274,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Put stores through inner unless a fault fires.
 func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
-	return f.call(ctx, OpPut, key, func() error { return f.inner.Put(ctx, key, data) })
+	return f.call(ctx, OpPut, key, &data, func(ctx context.Context) error {
+		return f.written(key, false, func() error { return f.inner.Put(ctx, key, data) })
+	})
 }
 
 // PutIfAbsent stores through inner unless a fault fires, or answers
 // store.ErrNotAtomic after WithoutConditionalWrites.
 func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	return f.call(ctx, OpPutIfAbsent, key, func() error {
+	return f.call(ctx, OpPutIfAbsent, key, &data, func(ctx context.Context) error {
 		f.mu.Lock()
 		noCond := f.noCond
 		f.mu.Unlock()
@@ -253,7 +292,7 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 			}
 			return fmt.Errorf("faulty put-if-absent %q: %w: conditional writes turned off", key, store.ErrNotAtomic)
 		}
-		return f.inner.PutIfAbsent(ctx, key, data)
+		return f.written(key, false, func() error { return f.inner.PutIfAbsent(ctx, key, data) })
 	})
 }
 
@@ -265,47 +304,64 @@ func (f *Faulty) Get(ctx context.Context, key string) ([]byte, error) {
 // GetMax reads through inner unless a fault fires; a Corrupt fault flips
 // a bit.
 func (f *Faulty) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
-	ft, delay := f.match(OpGet, key)
+	ft, delay, gate := f.match(OpGet, key)
 	if err := sleep(ctx, delay); err != nil {
 		return nil, err
 	}
-	if ft != nil && ft.Corrupt {
-		data, err := f.inner.GetMax(ctx, key, maxBytes)
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == 0 {
-			return []byte{0}, nil
-		}
-		data[len(data)/2] ^= 0x10
-		return data, nil
-	}
 	var data []byte
-	err := apply(ft, func() (err error) { data, err = f.inner.GetMax(ctx, key, maxBytes); return err })
+	err := gate.pass(ctx, OpGet, key, false, func(ctx context.Context) (err error) {
+		if ft != nil && ft.Corrupt {
+			if data, err = f.inner.GetMax(ctx, key, maxBytes); err == nil {
+				data = corrupt(data)
+			}
+			return err
+		}
+		return apply(ft, func() (err error) { data, err = f.inner.GetMax(ctx, key, maxBytes); return err })
+	})
 	if err != nil {
 		return nil, err
 	}
 	return data, nil
 }
 
-// Stat reads through inner unless a fault fires.
+// corrupt flips a bit in the middle byte of data; an empty object gains a
+// byte.
+func corrupt(data []byte) []byte {
+	if len(data) == 0 {
+		return []byte{0}
+	}
+	data[len(data)/2] ^= 0x10
+	return data
+}
+
+// Stat reads through inner unless a fault fires; the ModTime is the
+// store clock's (StepClock).
 func (f *Faulty) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
 	var info store.ObjectInfo
-	err := f.call(ctx, OpStat, key, func() (err error) { info, err = f.inner.Stat(ctx, key); return err })
+	err := f.call(ctx, OpStat, key, nil, func(ctx context.Context) (err error) { info, err = f.inner.Stat(ctx, key); return err })
 	if err != nil {
 		return store.ObjectInfo{}, err
 	}
+	info.ModTime = f.shifted(key, info.ModTime)
 	return info, nil
 }
 
 // Delete deletes through inner unless a fault fires.
 func (f *Faulty) Delete(ctx context.Context, key string) error {
-	return f.call(ctx, OpDelete, key, func() error { return f.inner.Delete(ctx, key) })
+	return f.call(ctx, OpDelete, key, nil, func(ctx context.Context) error {
+		return f.written(key, true, func() error { return f.inner.Delete(ctx, key) })
+	})
 }
 
-// List lists through inner unless a fault fires (matched on prefix).
+// List lists through inner unless a fault fires (matched on prefix); the
+// ModTimes are the store clock's (StepClock).
 func (f *Faulty) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
-	return f.call(ctx, OpList, prefix, func() error { return f.inner.List(ctx, prefix, fn) })
+	return f.call(ctx, OpList, prefix, nil, func(ctx context.Context) error {
+		return f.inner.List(ctx, prefix, func(oi store.ObjectInfo) error {
+			oi.ModTime = f.shifted(oi.Key, oi.ModTime)
+			return fn(oi)
+		})
+	})
 }
 
 // SweepTemps sweeps inner's temporary files unless a fault fires. Over a
@@ -316,7 +372,9 @@ func (f *Faulty) SweepTemps(ctx context.Context, olderThan time.Duration, dryRun
 	if !ok {
 		return 0, 0, nil
 	}
-	err = f.call(ctx, OpSweepTemps, "", func() (err error) {
+	// Not a request that could land late: a held sweep whose caller gave up
+	// is dropped, like a read.
+	err = f.call(ctx, OpSweepTemps, "", nil, func(ctx context.Context) (err error) {
 		files, bytes, err = ts.SweepTemps(ctx, olderThan, dryRun)
 		return err
 	})
