@@ -40,7 +40,8 @@ func parseBlockSize(v string) (int64, error) {
 // chain can never take: InvalidArgument when bs differs from the block
 // size of the chain (its config: fixed by its first backup) or is too
 // small for the volume of a new chain; FailedPrecondition (errChainFull)
-// when the volume has outgrown the chain, so that no snapshot lvol is
+// when the volume has outgrown the chain (or is larger than any chain
+// holds: 64 TiB at 64 MiB blocks), so that no snapshot lvol is
 // taken, and none piles up, for an upload that would fail for good. A
 // chain without a config takes bs, or newChainBlockSize's choice.
 func checkChainFits(ctx context.Context, repo *s3chain.Repo, ref target.Ref, bs, size int64) error {
@@ -49,6 +50,9 @@ func checkChainFits(ctx context.Context, repo *s3chain.Repo, ref target.Ref, bs,
 	case errors.Is(err, s3chain.ErrBackupNotFound) && bs != 0 && size > s3chain.MaxVolumeSize(bs):
 		return status.Errorf(codes.InvalidArgument, "parameter %s %s holds volumes up to %d bytes (%d blocks), but volume of chain %q has %d; ask for a larger block size",
 			ParamBlockSize, quantity(bs), s3chain.MaxVolumeSize(bs), s3chain.MaxBlocks, ref.Chain, size)
+	case errors.Is(err, s3chain.ErrBackupNotFound) && size > s3chain.MaxVolumeSize(s3chain.MaxBlockSize):
+		return status.Errorf(codes.FailedPrecondition, "a volume of %d bytes is larger than any backup chain holds: %d bytes (%d blocks of the largest block size, %s)",
+			size, s3chain.MaxVolumeSize(s3chain.MaxBlockSize), s3chain.MaxBlocks, quantity(s3chain.MaxBlockSize))
 	case errors.Is(err, s3chain.ErrBackupNotFound):
 		return nil
 	case err != nil:

@@ -198,8 +198,11 @@ func (j *backupJob) openFiles() error {
 	if j.size == 0 {
 		j.size = srcSize
 	}
-	if j.size < 0 || j.size > srcSize || j.size > MaxBlocks*MaxBlockSize {
+	if j.size < 0 || j.size > srcSize {
 		return fmt.Errorf("%w: size %d bytes, but source %s has %d", ErrInvalidOptions, j.size, j.o.Source, srcSize)
+	}
+	if lim := MaxVolumeSize(MaxBlockSize); j.size > lim {
+		return fmt.Errorf("%w: %d bytes is more than any chain holds: %d bytes (%d blocks of %d bytes)", ErrVolumeTooLarge, j.size, lim, MaxBlocks, MaxBlockSize)
 	}
 	if j.o.Base != "" && j.o.Parent != "" {
 		if j.base, err = os.Open(j.o.Base); err != nil {

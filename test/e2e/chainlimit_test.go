@@ -80,7 +80,9 @@ func TestExpandPastChainLimit(t *testing.T) {
 // lvol is taken, and answers the same on every retry, so that nothing is
 // retried or piles up. A restore of the chain into a claim of that name
 // past the limit is OutOfRange (its backups would continue the chain);
-// into another claim, whose backups start its own chain, it is fine.
+// into another claim, whose backups start its own chain, it is fine, and
+// that chain's first backup asking blocks too small for the volume is
+// InvalidArgument, before any snapshot.
 func TestBackupPastChainLimit(t *testing.T) {
 	n := bigPoolDriver(t, nil)
 	old := createVolume(t, n.Ctrl, "db-old", 16*mib, blockCap(), pvcParams("lab", "db"))
@@ -103,8 +105,16 @@ func TestBackupPastChainLimit(t *testing.T) {
 	wantCode(t, "restore into the chain's own claim past its limit", err, codes.OutOfRange, chainLimitS, "lab/db")
 	r = restoreReq("db-elsewhere", id, pastTheLimit, blockCap())
 	r.Parameters = pvcParams("lab", "db-copy")
-	if v := restore(t, n.Ctrl, r); v.GetCapacityBytes() < pastTheLimit {
+	v := restore(t, n.Ctrl, r)
+	if v.GetCapacityBytes() < pastTheLimit {
 		t.Errorf("restore into another claim: %d bytes, want %d", v.GetCapacityBytes(), pastTheLimit)
+	}
+	p := backupParams("")
+	p["blockSize"] = "64Ki"
+	_, err = n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "copy-b1", SourceVolumeId: v.GetVolumeId(), Parameters: p})
+	wantCode(t, "first backup asking blocks too small for the volume", err, codes.InvalidArgument, chainLimitS, "larger block size")
+	if k := backupSnapshotsOf(t, n, v.GetVolumeId()); len(k) != 0 {
+		t.Errorf("a refused first backup left %d snapshot lvols", len(k))
 	}
 }
 
