@@ -52,7 +52,7 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 	if ref.Backup, err = d.uniqueBackupID(ctx, repo, ref); err != nil {
 		return nil, snapshotError("choose backup id", err)
 	}
-	if err := checkChainBlockSize(ctx, repo, ref, sp.BlockSize); err != nil {
+	if err := checkChainFits(ctx, repo, ref, sp.BlockSize, src.SizeBytes); err != nil {
 		return nil, err
 	}
 	rec := volume.Record{Hidden: true, BackupRef: volume.BackupID(ref), Upload: volume.Uploading, Unreported: true,
@@ -124,7 +124,8 @@ func (d *snapshotter) backupRefTaken(ctx context.Context, id string) bool {
 // uploaded; not ready while uploading (the upload is restarted if no job
 // runs, after a driver restart); after a failed upload, the failure, while
 // the upload is retried under the same backup id, so that one snapshot name
-// keeps one snapshot id forever (CSI spec "CreateSnapshot").
+// keeps one snapshot id forever (CSI spec "CreateSnapshot"); after a
+// refused one (volume.Final), the refusal, and no retry.
 func (d *snapshotter) backupStatus(ctx context.Context, snap backend.LVol, secrets map[string]string) (*csi.CreateSnapshotResponse, error) {
 	ref, err := volume.ParseBackupID(volume.Of(snap).BackupRef)
 	if err != nil {
@@ -137,6 +138,8 @@ func (d *snapshotter) backupStatus(ctx context.Context, snap backend.LVol, secre
 		return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, true)}, nil
 	case volume.UploadFailed:
 		return nil, d.retryUpload(ctx, snap, ref, secrets)
+	case volume.UploadRefused:
+		return nil, uploadRefusal(snap)
 	}
 	j := d.startUpload(snap, ref, secrets)
 	if ok, _ := j.Finished(); ok || volume.Wait(ctx, j) {
@@ -175,6 +178,23 @@ func uploadFailure(snap backend.LVol) error {
 		code = codes.ResourceExhausted
 	}
 	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
+		rec.BackupRef, rec.UploadError)
+}
+
+// uploadRefusal is the answer about an upload refused for good: its cause
+// and that it is not retried, with the code recorded for it
+// (FailedPrecondition for a volume its chain cannot hold: CSI spec "Error
+// Scheme", the system is not in the state the operation needs, and no
+// retry changes that). The snapshot's lvol stays, so that the name keeps
+// its answer, until DeleteSnapshot; no new one is taken for the volume
+// while it does not fit (checkChainFits).
+func uploadRefusal(snap backend.LVol) error {
+	rec := volume.Of(snap)
+	code := codes.FailedPrecondition
+	if rec.UploadCode == codes.InvalidArgument.String() {
+		code = codes.InvalidArgument
+	}
+	return status.Errorf(code, "backup upload of %s failed for good: %s; it is not retried: delete this snapshot",
 		rec.BackupRef, rec.UploadError)
 }
 

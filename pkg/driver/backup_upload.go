@@ -31,7 +31,8 @@ func (d *snapshotter) startUpload(snap backend.LVol, ref target.Ref, secrets map
 }
 
 // finishUpload records an upload's outcome on its snapshot: done, or
-// failed with the cause and its code for the next CreateSnapshot. A
+// failed with the cause and its code for the next CreateSnapshot: refused
+// when no retry can ever upload it (volume.Final), else failed. A
 // cancelled upload (driver stopping) stays "uploading" and restarts on the
 // next call. A done snapshot is the chain's next FIEMAP base, so the sweep
 // may now delete older ones (and this one, if its volume is gone).
@@ -44,8 +45,12 @@ func (d *snapshotter) finishUpload(snap backend.LVol, ref target.Ref, err error)
 	}
 	if err != nil {
 		klog.ErrorS(err, "backup upload failed", "snapshot", snap.ID, "backup", ref.String())
+		state := volume.UploadFailed
+		if volume.Final(err) {
+			state = volume.UploadRefused // never retried: backupStatus answers it
+		}
 		outcome = func(r *volume.Record) {
-			r.Upload, r.UploadError, r.UploadCode = volume.UploadFailed, err.Error(), chainCode(err).String()
+			r.Upload, r.UploadError, r.UploadCode = state, err.Error(), chainCode(err).String()
 		}
 	}
 	if _, lerr := volume.Update(context.Background(), d.pool, snap.ID, outcome); lerr != nil {

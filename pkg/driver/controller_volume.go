@@ -99,7 +99,8 @@ func (d *controller) ControllerGetVolume(ctx context.Context, req *csi.Controlle
 // cluster, so it may ask a driver on another node: a volume not in the
 // local pool is answered with the requested size and node expansion
 // required, and NodeExpandVolume, called on the volume's own node, grows
-// the lvol there.
+// the lvol there. Growing past what the volume's backup chain holds is
+// OutOfRange (checkGrowFits).
 func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	if req.GetVolumeId() == "" || req.GetCapacityRange() == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume_id and capacity_range are required")
@@ -120,6 +121,9 @@ func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	defer d.vols.Unlock(lv.ID)
 	size, err := sizeFor(req.GetCapacityRange(), lv.SizeBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.checkGrowFits(ctx, lv, size, req.GetSecrets()); err != nil {
 		return nil, err
 	}
 	lv, err = d.pool.Resize(ctx, lv.ID, size)

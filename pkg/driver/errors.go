@@ -96,7 +96,8 @@ func errBusy(key string) error {
 
 // chainCode maps backup target and chain errors to gRPC codes: what the
 // user must fix is InvalidArgument, what is missing NotFound, damaged
-// backups FailedPrecondition (final: retrying cannot heal them), a target
+// backups and a volume larger than its chain holds FailedPrecondition
+// (final: retrying cannot heal them; a new chain can hold the volume), a target
 // that cannot be reached right now Unavailable, a chain change that cannot
 // be made safely right now Aborted (both retryable; CSI spec "Error
 // Scheme" leaves transient failures to gRPC's codes).
@@ -104,6 +105,8 @@ func chainCode(err error) codes.Code {
 	switch {
 	case volume.Unreachable(err):
 		return codes.Unavailable
+	case errors.Is(err, s3chain.ErrVolumeTooLarge): // before ErrInvalidOptions, which it wraps
+		return codes.FailedPrecondition
 	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
 		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, store.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),
 		errors.Is(err, s3chain.ErrInvalidOptions):

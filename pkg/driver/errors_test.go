@@ -80,3 +80,15 @@ func TestErrorFamilies(t *testing.T) {
 		t.Error("nil error mapped to a status")
 	}
 }
+
+// TestChainCodeTooLarge: a volume larger than its chain holds is
+// FailedPrecondition (no retry fits it; a new chain does), though its
+// sentinel wraps ErrInvalidOptions, which stays InvalidArgument (issue 24).
+func TestChainCodeTooLarge(t *testing.T) {
+	if got := chainCode(fmt.Errorf("backup: %w", s3chain.ErrVolumeTooLarge)); got != codes.FailedPrecondition {
+		t.Errorf("ErrVolumeTooLarge: %v, want FailedPrecondition", got)
+	}
+	if got := chainCode(fmt.Errorf("x: %w: block size differs", s3chain.ErrInvalidOptions)); got != codes.InvalidArgument {
+		t.Errorf("ErrInvalidOptions: %v, want InvalidArgument", got)
+	}
+}

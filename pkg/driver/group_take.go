@@ -140,7 +140,7 @@ func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSna
 		if refs[i].Backup, err = d.uniqueBackupID(ctx, repo, refs[i]); err != nil {
 			return nil, nil, snapshotError("choose backup id", err)
 		}
-		if err := checkChainBlockSize(ctx, repo, refs[i], sp.BlockSize); err != nil {
+		if err := checkChainFits(ctx, repo, refs[i], sp.BlockSize, s.SizeBytes); err != nil {
 			return nil, nil, err
 		}
 		recs[i].BlockSize = sp.BlockSize

@@ -18,7 +18,8 @@ import (
 // NodeExpandVolume grows the lvol to the requested size, makes the loop
 // device see it and grows an ext4 or XFS filesystem on it online;
 // a raw block volume only needs the device refreshed (CSI spec
-// "NodeExpandVolume"). It returns the device's size.
+// "NodeExpandVolume"). It returns the device's size. Growing past what the
+// volume's backup chain holds is OutOfRange (checkGrowFits).
 func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	id, p := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
@@ -45,6 +46,9 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 	if r := req.GetCapacityRange(); r.GetRequiredBytes() > lv.SizeBytes {
 		size, err := sizeFor(r, lv.SizeBytes)
 		if err != nil {
+			return nil, err
+		}
+		if err := d.checkGrowFits(ctx, lv, size, req.GetSecrets()); err != nil {
 			return nil, err
 		}
 		if _, err := d.pool.Resize(ctx, lv.ID, size); err != nil {

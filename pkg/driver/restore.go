@@ -89,12 +89,30 @@ func (d *restorer) admitBackup(ctx context.Context, req *csi.CreateVolumeRequest
 	rec := volumeRecord(vr, backend.LVol{})
 	rec.Phase, rec.RestoreRef, rec.RestoredFrom = volume.PhaseRestoring, ref.String(), ref.String()
 	rec.FSType = m.FSType
+	if err := checkRestoreFits(req.GetName(), rec, ref, m, size); err != nil {
+		return nil, backend.LVol{}, ref, err
+	}
 	lv, err := d.vols.Admit(ctx, backend.CreateOptions{Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size}, rec, m.AllocatedBytes)
 	if err != nil {
 		return nil, lv, ref, volumeError("restore "+ref.String()+" into the pool", err)
 	}
 	klog.InfoS("restore started", "volume", lv.ID, "name", lv.Name, "backup", ref.String(), "size", size)
 	return repo, lv, ref, nil
+}
+
+// checkRestoreFits refuses restoring backup m of chain ref.Chain into a
+// volume of size bytes, named name with record rec, whose backups continue
+// that chain (a claim re-created under the name the chain is of:
+// chainName) when the chain cannot hold that size: OutOfRange (CSI spec
+// "CreateVolume": the capacity range is not allowed), with the limit and
+// the way out, as ControllerExpandVolume answers (checkGrowFits). A
+// restore into any other claim starts the claim's own chain, which its
+// first backup sizes to fit.
+func checkRestoreFits(name string, rec volume.Record, ref target.Ref, m *s3chain.Manifest, size int64) error {
+	if chainName(backend.LVol{Name: name, Labels: rec.Encode()}) != ref.Chain || size <= s3chain.MaxVolumeSize(m.BlockSize) {
+		return nil
+	}
+	return errChainFull(codes.OutOfRange, ref.Chain, size, m.BlockSize)
 }
 
 // restoredSize applies the size rules: 0 means the backup's size; smaller

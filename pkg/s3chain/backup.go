@@ -20,9 +20,9 @@ import (
 // backup holds a writer lease on the chain throughout (so gc keeps every
 // block it may reuse) and creates its self-contained manifest last, with
 // PutIfAbsent, only while the lease holds (FORMAT.md §7). Errors:
-// ErrInvalidChain, ErrInvalidOptions (size, block size), ErrBackupExists,
-// ErrWrongKey, ErrChainBusy and ErrLeaseLost (retryable), store and I/O
-// errors.
+// ErrInvalidChain, ErrInvalidOptions (size, block size), ErrVolumeTooLarge
+// (more than the chain holds: final), ErrBackupExists, ErrWrongKey,
+// ErrChainBusy and ErrLeaseLost (retryable), store and I/O errors.
 func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupStats, error) {
 	start := time.Now()
 	j, err := r.newBackupJob(ctx, &o)
@@ -56,7 +56,7 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 // one, else for a volume of size bytes the default, doubled until the volume
 // fits in MaxBlocks blocks (so a 4 TiB volume gets 4 MiB blocks without
 // being asked). An existing chain keeps its own size whatever this says
-// (Repo.chain compares only a requested size).
+// (Repo.backupChain compares only a requested size).
 func newChainBlockSize(requested, size int64) int64 {
 	if requested != 0 {
 		return requested
@@ -90,12 +90,10 @@ func (r *Repo) holdConfigured(ctx context.Context, j *backupJob) (*lease, contex
 		if !errors.Is(err, ErrChainBusy) {
 			return nil, nil, err
 		}
-		if j.cfg, err = r.chain(ctx, j.o.Chain, &newChain{newChainBlockSize(j.o.BlockSize, j.size), j.o.Owner}); err != nil {
+		if j.cfg, err = r.backupChain(ctx, j.o.Chain, j.o.BlockSize, j.size, j.o.Owner); err != nil {
 			return nil, nil, err
 		}
-		if j.bs = j.cfg.BlockSize; (j.size+j.bs-1)/j.bs > MaxBlocks {
-			return nil, nil, fmt.Errorf("%w: %d bytes is more than %d blocks of %d bytes", ErrInvalidOptions, j.size, MaxBlocks, j.bs)
-		}
+		j.bs = j.cfg.BlockSize
 	}
 	return nil, nil, fmt.Errorf("%w: the config of chain %q keeps changing", ErrChainBusy, j.o.Chain)
 }
@@ -140,14 +138,31 @@ func (r *Repo) newBackupJob(ctx context.Context, o *BackupOptions) (j *backupJob
 	if err := j.openFiles(); err != nil {
 		return nil, err
 	}
-	if j.cfg, err = r.chain(ctx, o.Chain, &newChain{newChainBlockSize(o.BlockSize, j.size), o.Owner}); err != nil {
+	if j.cfg, err = r.backupChain(ctx, o.Chain, o.BlockSize, j.size, o.Owner); err != nil {
 		return nil, err
 	}
 	j.bs = j.cfg.BlockSize
-	if (j.size+j.bs-1)/j.bs > MaxBlocks {
-		return nil, fmt.Errorf("%w: %d bytes is more than %d blocks of %d bytes", ErrInvalidOptions, j.size, MaxBlocks, j.bs)
-	}
 	return j, nil
+}
+
+// backupChain opens the chain a backup of size bytes asking block size
+// requested (0: none) goes into, creating it with newChainBlockSize when
+// it has no config. An existing chain keeps its own block size: only a
+// requested one is compared with it, so a volume grown past its chain's
+// limit reads ErrVolumeTooLarge, not a block size it never asked for.
+// Errors: those of Repo.chain, ErrVolumeTooLarge.
+func (r *Repo) backupChain(ctx context.Context, chain string, requested, size int64, owner string) (*chainConfig, error) {
+	cfg, err := r.chain(ctx, chain, nil)
+	if errors.Is(err, ErrBackupNotFound) {
+		cfg, err = r.chain(ctx, chain, &newChain{newChainBlockSize(requested, size), owner})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if requested != 0 && requested != cfg.BlockSize {
+		return nil, fmt.Errorf("%w: block size %d bytes differs from chain %q's %d", ErrInvalidOptions, requested, chain, cfg.BlockSize)
+	}
+	return cfg, checkFits(chain, size, cfg.BlockSize)
 }
 
 // load reads what the backup builds on: the parent's volume image, whose
@@ -189,8 +204,11 @@ func (j *backupJob) openFiles() error {
 	if j.size == 0 {
 		j.size = srcSize
 	}
-	if j.size < 0 || j.size > srcSize || j.size > MaxBlocks*MaxBlockSize {
+	if j.size < 0 || j.size > srcSize {
 		return fmt.Errorf("%w: size %d bytes, but source %s has %d", ErrInvalidOptions, j.size, j.o.Source, srcSize)
+	}
+	if lim := MaxVolumeSize(MaxBlockSize); j.size > lim {
+		return fmt.Errorf("%w: %d bytes is more than any chain holds: %d bytes (%d blocks of %d bytes)", ErrVolumeTooLarge, j.size, lim, MaxBlocks, MaxBlockSize)
 	}
 	if j.o.Base != "" && j.o.Parent != "" {
 		if j.base, err = os.Open(j.o.Base); err != nil {

@@ -208,3 +208,17 @@ func (r *Repo) reloadConfig(ctx context.Context, cfg *chainConfig) *chainConfig 
 	r.mu.Unlock()
 	return fresh
 }
+
+// ChainBlockSize returns the block size of chain in bytes, fixed by its
+// first backup (FORMAT.md §1), from its config: one read, then cached by
+// the Repo. A backup of a volume larger than MaxVolumeSize of it fails with
+// ErrVolumeTooLarge. Errors: ErrBackupNotFound (the chain has no config:
+// a backup would create it), ErrInvalidChain, ErrWrongKey, ErrFormatVersion,
+// store errors.
+func (r *Repo) ChainBlockSize(ctx context.Context, chain string) (int64, error) {
+	cfg, err := r.chain(ctx, chain, nil)
+	if err != nil {
+		return 0, err
+	}
+	return cfg.BlockSize, nil
+}

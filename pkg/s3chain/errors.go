@@ -1,6 +1,9 @@
 package s3chain
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the chain format and its engines. They are wrapped with
 // %w together with the backup id, block index or path they concern, so
@@ -34,6 +37,11 @@ var (
 	// inconsistent (bad key length, block size differing from the chain's,
 	// a Parent that is not the chain's latest backup).
 	ErrInvalidOptions = errors.New("invalid options")
+	// ErrVolumeTooLarge: the volume is larger than its chain can hold,
+	// MaxVolumeSize of the chain's block size, which is fixed by the
+	// chain's first backup (FORMAT.md §1): no retry can back it up into
+	// that chain, only a new chain can. It wraps ErrInvalidOptions.
+	ErrVolumeTooLarge = fmt.Errorf("%w: volume too large for its chain", ErrInvalidOptions)
 	// ErrBackupExists: a backup with the requested id already exists in the
 	// chain.
 	ErrBackupExists = errors.New("backup already exists")

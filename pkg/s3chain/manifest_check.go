@@ -85,6 +85,21 @@ func (m *Manifest) validateBlocks(bad func(string, ...any) error) error {
 // larger blocks: newChainBlockSize); the block map then takes 32 MiB.
 const MaxBlocks = 1 << 20
 
+// MaxVolumeSize is the largest volume, in bytes, a chain of block size bs
+// (bytes) holds: MaxBlocks blocks, 64 GiB at 64 KiB blocks.
+func MaxVolumeSize(bs int64) int64 { return MaxBlocks * bs }
+
+// checkFits returns ErrVolumeTooLarge, naming the limit in bytes, when a
+// volume of size bytes has more than MaxBlocks blocks of chain's block
+// size bs.
+func checkFits(chain string, size, bs int64) error {
+	if lim := MaxVolumeSize(bs); size > lim {
+		return fmt.Errorf("%w: %d bytes is more than chain %q holds: %d bytes (%d blocks of its block size, %d bytes, fixed by its first backup); back it up into a new chain",
+			ErrVolumeTooLarge, size, chain, lim, MaxBlocks, bs)
+	}
+	return nil
+}
+
 // checkBlockSize enforces MinBlockSize..MaxBlockSize and 4 KiB alignment.
 func checkBlockSize(bs int64) error {
 	if bs < MinBlockSize || bs > MaxBlockSize || bs%4096 != 0 {

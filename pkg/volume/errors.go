@@ -41,3 +41,16 @@ func Permanent(err error) bool {
 	}
 	return false
 }
+
+// Final reports whether err fails a backup upload for good: the snapshot
+// is larger than its chain holds (s3chain.ErrVolumeTooLarge: the chain's
+// block size is fixed by its first backup) or its chain name is invalid.
+// Neither a retry nor a change to the target or its credentials can ever
+// upload that snapshot into that chain, so the driver records the upload
+// UploadRefused and never restarts it. Every Final error is Permanent; the
+// other Permanent errors (access denied, a wrong key) end one upload's
+// attempts but not its retries by later calls, since an operator can fix
+// them.
+func Final(err error) bool {
+	return errors.Is(err, s3chain.ErrVolumeTooLarge) || errors.Is(err, s3chain.ErrInvalidChain)
+}

@@ -98,6 +98,10 @@ const (
 	Uploaded UploadState = "done"
 	// UploadFailed: the last upload failed (UploadError); it is retried.
 	UploadFailed UploadState = "failed"
+	// UploadRefused: the upload failed for good (Final: UploadError says
+	// why); it is never retried, and the snapshot waits for its deletion.
+	// (An older driver reads it as an upload to restart, which fails again.)
+	UploadRefused UploadState = "refused"
 )
 
 // Ready reports whether the lvol is a usable volume or snapshot: no

@@ -166,3 +166,26 @@ func TestPermanent(t *testing.T) {
 		}
 	}
 }
+
+// TestFinal: an upload fails for good (recorded refused, never retried)
+// only when the snapshot can never go into its chain: larger than the
+// chain holds, or a bad chain name. What an operator can fix (access, the
+// key, a block size asked for) is Permanent for one upload's attempts but
+// not Final; every Final error is Permanent (issue 24).
+func TestFinal(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("backup: %w: 2 bytes is more than chain holds", s3chain.ErrVolumeTooLarge), true},
+		{fmt.Errorf("x: %w", s3chain.ErrInvalidChain), true},
+		{fmt.Errorf("x: %w: block size differs", s3chain.ErrInvalidOptions), false},
+		{fmt.Errorf("x: %w", store.ErrAccessDenied), false},
+		{fmt.Errorf("x: %w", s3chain.ErrWrongKey), false},
+		{fmt.Errorf("x: %w", store.ErrTransient), false},
+	} {
+		if got := Final(tc.err); got != tc.want || got && !Permanent(tc.err) {
+			t.Errorf("Final(%v) = %v (Permanent %v), want %v", tc.err, got, Permanent(tc.err), tc.want)
+		}
+	}
+}

@@ -164,3 +164,28 @@ func TestCorruptBlockHint(t *testing.T) {
 		t.Fatalf("a block all backups use: %s", e)
 	}
 }
+
+// TestBackupTooLargeForChain: backing up a source larger than its chain
+// holds (1 Mi blocks of the block size its first backup fixed: 64 GiB at
+// 64 KiB) fails with the limit in bytes and --chain, a new chain, as the way
+// out; the same source goes into a new chain (issue 24). The large source
+// is a sparse file.
+func TestBackupTooLargeForChain(t *testing.T) {
+	dir := t.TempDir()
+	c := &ctl{t: t}
+	g := []string{"--state-dir", filepath.Join(dir, "state")}
+	img := filepath.Join(dir, "disk.img")
+	writeRandom(t, img, 0, 1<<20)
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/grown", "--block-size", "65536")...)
+	const limit = 1 << 20 * 65536
+	if err := os.Truncate(img, limit+65536); err != nil {
+		t.Fatal(err)
+	}
+	stderr := c.fails(1, append(g, "backup", "create", "--from", img, "--chain", "lab/grown")...)
+	for _, w := range []string{"68719476736", "lab/grown", "--chain", "new chain"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("backup of %d bytes into a 64 KiB-block chain: stderr does not name %q:\n%s", limit+65536, w, stderr)
+		}
+	}
+	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/grown-2")...)
+}
