@@ -26,6 +26,7 @@ var hints = []struct {
 	{s3chain.ErrBackupNotFound, "list what exists with 'chainvolctl chain ls' and 'chainvolctl backup ls CHAIN'"},
 	{s3chain.ErrChainBroken, "a backup this one depends on is missing or altered; restore an older backup, or run 'chainvolctl backup verify' on each"},
 	{s3chain.ErrCorruptBlock, "a block object is damaged or missing; restore an older backup that does not use it"},
+	{s3chain.ErrChainOwned, "a chain is the history of one source (docs/FORMAT.md §3.3): give this source a chain of its own (--chain), or continue the chain on purpose with --take-over (or chainvolctl chain take-over)"},
 	{s3chain.ErrVolumeTooLarge, "a chain's block size is fixed by its first backup (docs/FORMAT.md §1) and a chain holds at most 1 Mi blocks: back this source up into a new chain, --chain [TARGET:]NEWCHAIN, with a --block-size large enough"},
 	{s3chain.ErrDestinationTooSmall, "restore onto a file or device at least as large as the backup's size (see 'chainvolctl backup show')"},
 	{target.ErrUnknownTarget, "name a target given with --target NAME=URL"},

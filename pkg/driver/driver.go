@@ -75,7 +75,8 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	}
 	c := &core{
 		targets: targets,
-		vols:    volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, PoolReserveBytes: opts.PoolReserveBytes}),
+		vols: volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: chainOwner(opts.ClusterID),
+			PoolReserveBytes: opts.PoolReserveBytes}),
 		opts:    opts,
 		pool:    pool,
 		mounter: mounter,

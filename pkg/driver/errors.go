@@ -107,6 +107,8 @@ func chainCode(err error) codes.Code {
 		return codes.Unavailable
 	case errors.Is(err, s3chain.ErrVolumeTooLarge): // before ErrInvalidOptions, which it wraps
 		return codes.FailedPrecondition
+	case errors.Is(err, s3chain.ErrChainOwned): // another cluster's chain: a takeover or another target prefix
+		return codes.FailedPrecondition
 	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
 		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, store.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),
 		errors.Is(err, s3chain.ErrInvalidOptions):

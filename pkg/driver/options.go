@@ -23,6 +23,12 @@ type Options struct {
 	Endpoint string
 	// NodeID names this node; it is the topology segment's value.
 	NodeID string
+	// ClusterID names the cluster this driver backs up from; its chains are
+	// recorded as owned by "cluster/ID" (FORMAT.md §3.3), so another
+	// cluster's driver on the same bucket is refused instead of mixing its
+	// claims' data into these chains. "" means the kube-system namespace's
+	// UID when the driver runs in a cluster, else no owner is recorded.
+	ClusterID string
 	// PoolDir is the directory holding the lvol pool.
 	PoolDir string
 	// StateDir holds node-side state and the embedded default backup target.
@@ -67,6 +73,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Endpoint, "endpoint", "unix:///csi/csi.sock", "CSI gRPC endpoint (unix socket)")
 	fs.StringVar(&o.NodeID, "node-id", "", "this node's id, the value of the topology segment (required)")
+	fs.StringVar(&o.ClusterID, "cluster-id", "", "this cluster's id, recorded as the owner of the chains its backups write (default: the kube-system namespace's UID when in a cluster)")
 	fs.StringVar(&o.PoolDir, "pool-dir", "/var/lib/chainvol/pool", "directory of the lvol pool (XFS with reflink or btrfs for O(1) snapshots)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/chainvol", "directory for driver state and the embedded default backup target")
 	fs.StringVar(&o.DriverName, "driver-name", DefaultDriverName, "CSI driver name")

@@ -34,7 +34,7 @@ func Permanent(err error) bool {
 	}
 	for _, p := range []error{target.ErrBadRef, target.ErrUnknownTarget, target.ErrBadSecret,
 		s3chain.ErrInvalidChain, store.ErrBadTarget, s3chain.ErrWrongKey, s3chain.ErrInvalidOptions,
-		store.ErrAccessDenied, backend.ErrInvalid} {
+		store.ErrAccessDenied, backend.ErrInvalid, s3chain.ErrChainOwned} {
 		if errors.Is(err, p) {
 			return true
 		}

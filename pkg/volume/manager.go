@@ -52,6 +52,10 @@ type Config struct {
 	StateDir string
 	// Node names this node in messages.
 	Node string
+	// Owner is recorded as the owner of every chain this node's backups
+	// write (s3chain.BackupOptions.Owner: "cluster/ID"); "" skips the
+	// check.
+	Owner string
 	// PoolReserveBytes is the free space restores leave in the pool, in
 	// bytes; 0 means min(5% of the pool's filesystem, 1 GiB).
 	PoolReserveBytes int64

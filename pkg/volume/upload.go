@@ -76,7 +76,7 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 	rec := Of(snap)
 	opts := s3chain.BackupOptions{Chain: ref.Chain, Source: src, SizeBytes: snap.SizeBytes, BackupID: ref.Backup,
 		VolumeMode: volumeMode(snap), FSType: rec.FSType, SourceVolume: snap.SourceID,
-		Node: m.cfg.Node, Progress: j.Progress,
+		Node: m.cfg.Node, Owner: m.cfg.Owner, Progress: j.Progress,
 		GroupID: rec.GroupID, Member: rec.GroupMember, BlockSize: rec.BlockSize} // group_take.go, blocksize.go
 	if opts.VolumeMode == s3chain.VolumeModeFilesystem && opts.FSType == "" {
 		opts.FSType, _ = s3chain.DetectFSType(ctx, src)
