@@ -22,9 +22,10 @@ func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHea
 	return &csi.VolumeHealth_VolumeHealthEntry{Status: t, Reason: reason, Message: msg}
 }
 
-// volumeHealth checks a volume's backing lvol file and the pool's fullness,
-// and returns the data file's path ("" when it is missing: nothing left for
-// the node to probe). Errors: those of getVolume.
+// volumeHealth checks a volume's backing lvol file (missing: DATA_LOSS;
+// unreadable: INACCESSIBLE) and the pool's fullness, and returns the data
+// file's path ("" when it is missing: nothing left for the node to probe).
+// Errors: those of getVolume.
 func (d *controller) volumeHealth(ctx context.Context, id string) (*csi.VolumeHealth, string, error) {
 	lv, err := d.getVolume(ctx, id)
 	if err != nil {
@@ -35,10 +36,16 @@ func (d *controller) volumeHealth(ctx context.Context, id string) (*csi.VolumeHe
 	if err == nil {
 		_, err = os.Stat(path)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, backend.ErrNotFound):
 		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DATA_LOSS, "LvolMissing",
 			fmt.Sprintf("the backing lvol of %s is missing from the pool: %v", lv.ID, err)))
 		return h, "", nil
+	case err != nil:
+		// The pool's filesystem fails (EIO: shut down, or its disk): the
+		// lvol may well be intact, and the node's probes say more.
+		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "PoolIOError",
+			fmt.Sprintf("the pool cannot read the backing lvol of %s: %v", lv.ID, err)))
 	}
 	if msg := d.poolNearlyFull(ctx); msg != "" {
 		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DEGRADED, "PoolNearlyFull", msg))

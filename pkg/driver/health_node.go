@@ -86,7 +86,8 @@ func deviceByNumber(major, minor int) string {
 
 // loopBacks reports whether the loop device dev is bound to file, by the
 // device and inode numbers LOOP_GET_STATUS64 returns (a path could name
-// a new file); when not, why says what dev is instead.
+// a new file); when not, why says what dev is instead. A data file that
+// cannot be stat'ed proves nothing about dev and counts as bound.
 func loopBacks(dev, file string) (ok bool, why string) {
 	if dev == "" {
 		return false, "the device is gone"
@@ -97,12 +98,17 @@ func loopBacks(dev, file string) (ok bool, why string) {
 	}
 	defer unix.Close(fd)
 	info, err := unix.IoctlLoopGetStatus64(fd)
-	if err != nil {
-		return false, fmt.Sprintf("it is not a bound loop device (%v)", err)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		return false, "it is no longer bound to any file (detached)"
+	case err != nil:
+		// Not a loop device (ENOTTY, EINVAL), or its file's metadata fails
+		// (EIO: the loop driver stats it), which the other probes report.
+		return errors.Is(err, unix.EIO), fmt.Sprintf("it is not a loop device (%v)", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(file, &st); err != nil {
-		return false, err.Error()
+		return true, "" // unknown: volumeHealth reports the file itself
 	}
 	if info.Device != st.Dev || info.Inode != st.Ino {
 		return false, fmt.Sprintf("it backs %q", loopBacking(dev))

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,4 +181,39 @@ func TestNodeVolumeHealthDataFileMissing(t *testing.T) {
 	testutil.Run(t, "umount", target)
 	testutil.Run(t, "umount", staging)
 	testutil.Run(t, "losetup", "--detach", dev)
+}
+
+// TestNodeVolumeHealthPoolIOError shuts down the pool's own filesystem
+// under a staged ext4 volume: every read of the volume's device now fails
+// with EIO while ext4 itself, serving from its caches, still answers
+// statfs. The volume is INACCESSIBLE: the pool fails to read its lvol, and
+// a direct read of its device fails, each entry naming the I/O error.
+func TestNodeVolumeHealthPoolIOError(t *testing.T) {
+	e := newNodeEnv(t)
+	id, staging, target := e.stagePublished(t, "eio", "ext4", snw)
+	dev := e.loopOf(id)
+	testutil.Run(t, "xfs_io", "-x", "-c", "shutdown", filepath.Dir(e.poolDir))
+	t.Cleanup(func() { // the pool can no longer answer unstage
+		_ = exec.Command("umount", target).Run()
+		_ = exec.Command("umount", staging).Run()
+		_ = exec.Command("losetup", "--detach", dev).Run()
+	})
+	h := e.health(t, id, staging, target)
+	got := map[string]*csi.VolumeHealth_VolumeHealthEntry{}
+	for _, s := range h.GetHealthStatuses() {
+		got[s.GetReason()] = s
+	}
+	// ext4 may or may not still read its root directory from its cache.
+	delete(got, "FilesystemIOError")
+	if len(got) != 2 || got["PoolIOError"] == nil || got["DeviceIOError"] == nil {
+		t.Fatalf("health = %v; want PoolIOError and DeviceIOError (and perhaps FilesystemIOError)", h)
+	}
+	for _, s := range got {
+		if s.GetStatus() != csi.VolumeHealthErrorType_INACCESSIBLE || !strings.Contains(s.GetMessage(), "input/output error") {
+			t.Errorf("entry %v: want INACCESSIBLE naming the I/O error", s)
+		}
+	}
+	if !strings.Contains(got["DeviceIOError"].GetMessage(), dev) {
+		t.Errorf("DeviceIOError %q does not name the device %s", got["DeviceIOError"].GetMessage(), dev)
+	}
 }
