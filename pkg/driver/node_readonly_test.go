@@ -165,7 +165,9 @@ func mustRdev(t *testing.T, dev string) uint64 {
 
 // TestNodeReaderOnlyModeConflict: a volume staged for writers cannot be
 // restaged reader-only under it, nor the reverse (AlreadyExists), and the
-// refusal leaves the staged device as it was.
+// refusal leaves the staged device as it was; a reader-only volume is not
+// expanded (FailedPrecondition, its lvol untouched), nor a blank one
+// formatted.
 func TestNodeReaderOnlyModeConflict(t *testing.T) {
 	e := newNodeEnv(t)
 	lv := e.volume("conflict", volume.Record{FSType: "ext4", AccessType: accessMount}.Encode())
@@ -178,6 +180,12 @@ func TestNodeReaderOnlyModeConflict(t *testing.T) {
 	wantCode(t, e.stage(lv.ID, staging, mountCap("ext4", snw)), codes.AlreadyExists, "read-only=true")
 	if e.loopOf(lv.ID) == "" {
 		t.Error("a refused restage detached the staged volume's loop device")
+	}
+	sizeBefore := lv.SizeBytes
+	_, err := e.expand(lv.ID, staging, 2*volSize)
+	wantCode(t, err, codes.FailedPrecondition, "reader-only")
+	if got, err := e.pool.Get(e.ctx, lv.ID); err != nil || got.SizeBytes != sizeBefore {
+		t.Errorf("a refused expand of a reader-only volume resized its lvol: %d bytes, %v; want %d", got.SizeBytes, err, sizeBefore)
 	}
 	mustOK(t, e.unstage(lv.ID, staging))
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,8 +91,10 @@ func (d *node) stageReadOnly(ctx context.Context, id, dev, target, fsType string
 	if found == "" {
 		return status.Errorf(codes.FailedPrecondition, "volume %s holds no filesystem and a reader-only volume is never formatted; stage it for a writer access mode first", id)
 	}
-	if err := d.checkReplayFree(ctx, dev, found); err != nil {
+	if err := d.checkReplayFree(ctx, dev, found); errors.Is(err, errNeedsReplay) {
 		return status.Errorf(codes.FailedPrecondition, "volume %s cannot be staged reader-only: %v; stage it once for a writer access mode (which replays the journal) or restore it from a backup", id, err)
+	} else if err != nil {
+		return status.Errorf(codes.Internal, "check whether volume %s needs a journal replay: %v", id, err)
 	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return status.Errorf(codes.Internal, "create staging path: %v", err)
@@ -104,10 +107,14 @@ func (d *node) stageReadOnly(ctx context.Context, id, dev, target, fsType string
 	return nil
 }
 
-// checkReplayFree returns an error naming what is left to replay when the
-// filesystem on dev is consistent only after a journal (ext) or log (XFS)
-// replay: a copy of a filesystem that was mounted at the time, a crash.
-// Frozen filesystems, and so chainvol's backups and snapshots, pass.
+// errNeedsReplay is wrapped by checkReplayFree's refusals.
+var errNeedsReplay = errors.New("needs a replay")
+
+// checkReplayFree returns an error wrapping errNeedsReplay and naming what
+// is left to replay when the filesystem on dev is consistent only after a
+// journal (ext) or log (XFS) replay: a copy of a filesystem that was
+// mounted at the time, a crash. Frozen filesystems, and so chainvol's
+// backups and snapshots, pass. Other errors: the check could not be made.
 func (d *node) checkReplayFree(ctx context.Context, dev, fsType string) error {
 	switch fsType {
 	case "ext2", "ext3", "ext4":
@@ -144,7 +151,7 @@ func extReplayFree(dev string) error {
 		return fmt.Errorf("%s holds no ext superblock", dev)
 	}
 	if binary.LittleEndian.Uint32(sb[extIncompatAt:])&extIncompatRecov != 0 {
-		return fmt.Errorf("its ext journal needs recovery (needs_recovery: it was not unmounted cleanly)")
+		return fmt.Errorf("%w: its ext journal needs recovery (needs_recovery: it was not unmounted cleanly)", errNeedsReplay)
 	}
 	return nil
 }
@@ -170,7 +177,7 @@ func (d *node) xfsReplayFree(ctx context.Context, dev string) error {
 	case perr != nil:
 		return fmt.Errorf("xfs_logprint -t %s: %w (exit: %v)", dev, perr, werr)
 	case item != "":
-		return fmt.Errorf("its XFS log holds changes only a log recovery applies (first: %q)", item)
+		return fmt.Errorf("%w: its XFS log holds changes only a log recovery applies (first: %q)", errNeedsReplay, item)
 	}
 	return nil
 }
