@@ -34,7 +34,7 @@ func (d *node) nodeHealth(ctx context.Context, id, file, staging, publish string
 		return nil // not asked about this node's view
 	}
 	m := mountAtOrNil(staging)
-	dev, entry := d.probeLoop(ctx, id, file, staging, m)
+	dev, entry := d.probeLoop(ctx, id, file, firstNonEmpty(staging, publish), m)
 	if entry != nil {
 		return []*csi.VolumeHealth_VolumeHealthEntry{entry}
 	}
@@ -52,23 +52,24 @@ func (d *node) nodeHealth(ctx context.Context, id, file, staging, publish string
 }
 
 // probeLoop finds the volume's loop device: the one under the staging
-// mount, else the one backing file. It returns an entry when the device
+// mount m, else the one backing file. It returns an entry when the device
 // under the mount no longer backs file (detached, or switched to another
-// file), or when no device backs file at all although the volume is staged.
-func (d *node) probeLoop(ctx context.Context, id, file, staging string, m *mount.MountInfo) (string, *csi.VolumeHealth_VolumeHealthEntry) {
+// file), or when no device backs file at all although the volume is in use
+// at path.
+func (d *node) probeLoop(ctx context.Context, id, file, path string, m *mount.MountInfo) (string, *csi.VolumeHealth_VolumeHealthEntry) {
 	if m != nil {
 		dev := deviceByNumber(m.Major, m.Minor)
 		if ok, why := loopBacks(dev, file); !ok {
 			return "", healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceDetached",
 				fmt.Sprintf("the device %s mounted at %s no longer backs %s's data file %s: %s; unstage and stage it again",
-					m.Source, staging, id, file, why))
+					m.Source, path, id, file, why))
 		}
 		return dev, nil
 	}
 	dev, err := d.loops.find(ctx, file)
 	if err == nil && dev == "" {
 		return "", healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceMissing",
-			fmt.Sprintf("no loop device backs %s although it is staged at %s; unstage and stage it again", id, staging))
+			fmt.Sprintf("no loop device backs %s although it is in use at %s; unstage and stage it again", id, path))
 	}
 	return dev, nil // err: losetup failed; nothing to say about the volume
 }
@@ -101,10 +102,10 @@ func loopBacks(dev, file string) (ok bool, why string) {
 	switch {
 	case errors.Is(err, unix.ENXIO):
 		return false, "it is no longer bound to any file (detached)"
+	case errors.Is(err, unix.EIO):
+		return true, "" // the loop driver stats its file, which fails: the other probes say so
 	case err != nil:
-		// Not a loop device (ENOTTY, EINVAL), or its file's metadata fails
-		// (EIO: the loop driver stats it), which the other probes report.
-		return errors.Is(err, unix.EIO), fmt.Sprintf("it is not a loop device (%v)", err)
+		return false, fmt.Sprintf("it is not a loop device (%v)", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(file, &st); err != nil {
