@@ -33,13 +33,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 #   mount       mount, umount, losetup
 #   util-linux  blkid, fsck
 #   e2fsprogs   mkfs.ext4, resize2fs, fsck.ext4
-#   xfsprogs    mkfs.xfs, xfs_growfs, xfs_admin, fsck.xfs
+#   xfsprogs    mkfs.xfs, xfs_growfs, xfs_admin, xfs_logprint, fsck.xfs
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       mount util-linux e2fsprogs xfsprogs \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* \
- && for tool in mount umount losetup blkid mkfs.ext4 mkfs.xfs resize2fs xfs_growfs xfs_admin fsck; do \
+ && for tool in mount umount losetup blkid mkfs.ext4 mkfs.xfs resize2fs xfs_growfs xfs_admin xfs_logprint fsck; do \
       command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }; \
     done \
  && useradd --system --uid 65532 --user-group --no-create-home --home-dir /nonexistent \

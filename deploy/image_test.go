@@ -15,7 +15,7 @@ import (
 // nodeTools are the programs chainvol-csi executes on a node; the image
 // must carry every one of them.
 var nodeTools = []string{"mount", "umount", "losetup", "blkid", "mkfs.ext4", "mkfs.xfs",
-	"resize2fs", "xfs_growfs", "xfs_admin", "fsck"}
+	"resize2fs", "xfs_growfs", "xfs_admin", "xfs_logprint", "fsck"}
 
 // dockerfile is ../Dockerfile as logical instructions (continuations
 // joined, runs of blanks collapsed, comments dropped).

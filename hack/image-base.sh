@@ -11,7 +11,7 @@
 #   mount       mount, umount, losetup
 #   util-linux  blkid, fsck
 #   e2fsprogs   mkfs.ext4, resize2fs, fsck.ext4
-#   xfsprogs    mkfs.xfs, xfs_growfs, xfs_admin, fsck.xfs
+#   xfsprogs    mkfs.xfs, xfs_growfs, xfs_admin, xfs_logprint, fsck.xfs
 #
 # Environment: DEBIAN_MIRROR (default: the machine's own apt mirror, else
 # http://deb.debian.org/debian), SUITE (default bookworm).
@@ -38,7 +38,7 @@ log=$out.debootstrap.log
 echo "image-base: debootstrap $suite from $mirror (a few minutes; log in $log)"
 debootstrap --variant=minbase --include=mount,util-linux,e2fsprogs,xfsprogs \
   "$suite" "$work/root" "$mirror" > "$log" 2>&1 || { echo "image-base: debootstrap failed, see $log" >&2; exit 1; }
-for tool in mount umount losetup blkid fsck mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_admin; do
+for tool in mount umount losetup blkid fsck mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_admin xfs_logprint; do
   chroot "$work/root" sh -c "command -v $tool" >/dev/null || { echo "image-base: $tool missing in the rootfs" >&2; exit 1; }
 done
 # The unprivileged user of the Dockerfile, for running chainvolctl.

@@ -18,7 +18,8 @@ import (
 // that would ask its own node's plugin about every volume in the cluster,
 // and each node's pool knows only its own. Volume health reaches
 // Kubernetes through the node service instead (NodeGetVolumeHealth,
-// NodeGetStorageHealth, served by health.go; kubelet's CSIVolumeHealth).
+// NodeGetStorageHealth, served by health.go and health_node.go; kubelet's
+// CSIVolumeHealth).
 // health.go still answers the controller RPCs for chainvolctl and tests.
 var controllerCapabilities = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,

@@ -22,34 +22,35 @@ func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHea
 	return &csi.VolumeHealth_VolumeHealthEntry{Status: t, Reason: reason, Message: msg}
 }
 
-// volumeHealth checks a volume's backing lvol file and the pool's fullness;
-// the node side adds its loop device (stagingPath non-empty). Errors:
-// those of getVolume.
-func (d *controller) volumeHealth(ctx context.Context, id, stagingPath string) (*csi.VolumeHealth, error) {
+// volumeHealth checks a volume's backing lvol file (missing: DATA_LOSS;
+// unreadable: INACCESSIBLE) and the pool's fullness, and returns the data
+// file's path ("" when it is missing: nothing left for the node to probe).
+// Errors: those of getVolume.
+func (d *controller) volumeHealth(ctx context.Context, id string) (*csi.VolumeHealth, string, error) {
 	lv, err := d.getVolume(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	h := &csi.VolumeHealth{VolumeId: lv.ID}
 	path, err := d.pool.DataPath(lv.ID)
 	if err == nil {
 		_, err = os.Stat(path)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, backend.ErrNotFound):
 		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DATA_LOSS, "LvolMissing",
 			fmt.Sprintf("the backing lvol of %s is missing from the pool: %v", lv.ID, err)))
-		return h, nil
+		return h, "", nil
+	case err != nil:
+		// The pool's filesystem fails (EIO: shut down, or its disk): the
+		// lvol may well be intact, and the node's probes say more.
+		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "PoolIOError",
+			fmt.Sprintf("the pool cannot read the backing lvol of %s: %v", lv.ID, err)))
 	}
 	if msg := d.poolNearlyFull(ctx); msg != "" {
 		h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_DEGRADED, "PoolNearlyFull", msg))
 	}
-	if stagingPath != "" {
-		if dev, err := d.loops.find(ctx, path); err == nil && dev == "" {
-			h.HealthStatuses = append(h.HealthStatuses, healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceMissing",
-				fmt.Sprintf("no loop device backs %s although it is staged at %s; unstage and stage it again", lv.ID, stagingPath)))
-		}
-	}
-	return h, nil
+	return h, path, nil
 }
 
 // poolNearlyFull returns a message when the pool is above poolFullRatio, "" otherwise.
@@ -67,7 +68,7 @@ func (d *controller) poolNearlyFull(ctx context.Context) string {
 
 // ControllerGetVolumeHealth reports one volume's health (CSI spec "ControllerGetVolumeHealth").
 func (d *controller) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
-	h, err := d.volumeHealth(ctx, req.GetVolumeId(), "")
+	h, _, err := d.volumeHealth(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, volumeError("", err)
 	}
@@ -84,7 +85,7 @@ func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.Co
 	var ids []string
 	abnormal := map[string]*csi.VolumeHealth{}
 	for _, e := range vols.GetEntries() {
-		h, err := d.volumeHealth(ctx, e.GetVolume().GetVolumeId(), "")
+		h, _, err := d.volumeHealth(ctx, e.GetVolume().GetVolumeId())
 		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		} else if err != nil {
@@ -106,18 +107,24 @@ func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.Co
 	return resp, nil
 }
 
-// NodeGetVolumeHealth adds the node's view, its loop device, to the volume's
-// health (CSI spec "NodeGetVolumeHealth").
+// NodeGetVolumeHealth adds the node's view to the volume's health (CSI spec
+// "NodeGetVolumeHealth"): given a staging or publish path, it probes the
+// loop device and the filesystems mounted there (nodeHealth) and reports
+// I/O errors, a shut-down or read-only-remounted filesystem and a loop
+// device that no longer backs the lvol.
 func (d *node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
-	staging := req.GetStagingTargetPath()
+	staging, publish := req.GetStagingTargetPath(), req.GetVolumePublishPath()
 	if staging != "" {
 		if _, err := os.Stat(staging); errors.Is(err, os.ErrNotExist) {
 			return nil, status.Errorf(codes.NotFound, "staging path %s does not exist", staging)
 		}
 	}
-	h, err := d.volumeHealth(ctx, req.GetVolumeId(), staging)
+	h, file, err := d.volumeHealth(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, nodeError("", err)
+	}
+	if file != "" {
+		h.HealthStatuses = append(h.HealthStatuses, d.nodeHealth(ctx, h.VolumeId, file, staging, publish)...)
 	}
 	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: h}, nil
 }

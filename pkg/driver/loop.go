@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	utilexec "k8s.io/utils/exec"
@@ -38,15 +40,44 @@ func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 // sector size is pinned to 4096 bytes: with direct I/O the kernel derives
 // it from the backing file's alignment, which changes once an XFS file is
 // reflinked, and a volume's geometry must not change under its filesystem.
-func (l *loopDevices) attach(ctx context.Context, file string) (string, error) {
+// readOnly attaches with LO_FLAGS_READ_ONLY (losetup --read-only): the
+// kernel opens the file read-only and refuses every write to the device
+// (EPERM), whoever opens it. A device already attached is returned as it
+// is; the caller compares its mode (loopReadOnly).
+func (l *loopDevices) attach(ctx context.Context, file string, readOnly bool) (string, error) {
 	if dev, err := l.find(ctx, file); err != nil || dev != "" {
 		return dev, err
 	}
-	out, err := l.exec.CommandContext(ctx, "losetup", "--find", "--show", "--direct-io=on", "--sector-size", "4096", file).CombinedOutput()
+	args := []string{"--find", "--show", "--direct-io=on", "--sector-size", "4096"}
+	if readOnly {
+		args = append(args, "--read-only")
+	}
+	out, err := l.exec.CommandContext(ctx, "losetup", append(args, file)...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("losetup --find %s: %v: %s", file, err, strings.TrimSpace(string(out)))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// loopReadOnly reports whether the block device dev refuses writes, from
+// /sys/block/NAME/ro (1 for a loop device attached read-only).
+func loopReadOnly(dev string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "ro"))
+	if err != nil {
+		return false, fmt.Errorf("read-only flag of %s: %w", dev, err)
+	}
+	return strings.TrimSpace(string(b)) == "1", nil
+}
+
+// loopBacking returns the file behind loop device dev as the kernel names
+// it (suffixed " (deleted)" once the file is unlinked), "" when dev is no
+// longer a loop device with a backing file (detached).
+func loopBacking(dev string) string {
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // detach releases every loop device backing file; none is not an error.

@@ -22,8 +22,10 @@ const defaultFSType = "ext4"
 
 // NodeStageVolume attaches the volume's lvol to a loop device and, for a
 // mount capability, mounts its filesystem at the staging path, formatting
-// only a blank device (CSI spec "NodeStageVolume"). What this call did is
-// undone if a later step fails.
+// only a blank device (CSI spec "NodeStageVolume"). A reader-only access
+// mode attaches the device read-only and mounts without replay
+// (readonly.go); a volume already staged in the other mode is
+// AlreadyExists. What this call did is undone if a later step fails.
 func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
@@ -45,16 +47,17 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	defer d.vols.Unlock(id)
 
-	tx := &stageTx{loops: d.loops, file: file}
+	c := req.GetVolumeCapability()
+	tx := &stageTx{loops: d.loops, file: file, readOnly: readerOnly(c)}
 	dev, err := tx.attach(ctx)
 	if err == nil && access == accessMount {
-		err = d.stageMount(lv, dev, target, req.GetVolumeCapability().GetMount())
+		err = d.stageMount(ctx, lv, dev, target, c)
 	}
 	if err != nil {
 		tx.rollback(ctx)
 		return nil, err
 	}
-	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access)
+	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access, "readOnly", tx.readOnly)
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
@@ -164,20 +167,22 @@ func (d *node) unstageFile(ctx context.Context, id string) (string, error) {
 type stageTx struct {
 	loops    *loopDevices
 	file     string
+	readOnly bool // attach read-only: a reader-only access mode
 	attached bool
 }
 
-// attach returns the loop device of the lvol, attaching one if needed.
+// attach returns the loop device of the lvol, attaching one if needed; one
+// already attached in the other mode is AlreadyExists (checkLoopMode).
 func (tx *stageTx) attach(ctx context.Context) (string, error) {
 	dev, err := tx.loops.find(ctx, tx.file)
 	if err == nil && dev == "" {
-		dev, err = tx.loops.attach(ctx, tx.file)
+		dev, err = tx.loops.attach(ctx, tx.file, tx.readOnly)
 		tx.attached = err == nil
 	}
 	if err != nil {
 		return "", status.Errorf(codes.Internal, "attach a loop device: %v", err)
 	}
-	return dev, nil
+	return dev, checkLoopMode(dev, tx.readOnly)
 }
 
 // rollback detaches the loop device if this transaction attached it.
@@ -192,14 +197,19 @@ func (tx *stageTx) rollback(ctx context.Context) {
 
 // stageMount mounts dev's filesystem at target. It is idempotent when dev is
 // already mounted there, refuses to format a device that holds data or a
-// restored volume, and grows a filesystem smaller than its device.
-func (d *node) stageMount(lv backend.LVol, dev, target string, mnt *csi.VolumeCapability_MountVolume) error {
+// restored volume, and grows a filesystem smaller than its device; a
+// reader-only capability mounts with stageReadOnly instead.
+func (d *node) stageMount(ctx context.Context, lv backend.LVol, dev, target string, c *csi.VolumeCapability) error {
+	mnt := c.GetMount()
 	fsType := firstNonEmpty(mnt.GetFsType(), volume.Of(lv).FSType, defaultFSType)
 	if done, err := stagedAlready(dev, target, fsType); err != nil || done {
 		return err
 	}
 	if err := d.checkFormat(lv, dev, fsType); err != nil {
 		return err
+	}
+	if readerOnly(c) {
+		return d.stageReadOnly(ctx, lv.ID, dev, target, fsType, mnt.GetMountFlags())
 	}
 	if err := d.growExtOffline(dev, fsType); err != nil {
 		return status.Errorf(codes.Internal, "grow the %s filesystem on %s to its device size: %v", fsType, dev, err)

@@ -41,6 +41,9 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		return nil, errBusy(id)
 	}
 	defer d.vols.Unlock(id)
+	if err := d.expandable(ctx, id, file); err != nil {
+		return nil, err
+	}
 	// The lvol is grown here when ControllerExpandVolume ran on another
 	// node (the external-resizer runs once per cluster) and could not.
 	if r := req.GetCapacityRange(); r.GetRequiredBytes() > lv.SizeBytes {
@@ -62,6 +65,20 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 	}
 	klog.V(2).InfoS("expanded volume on node", "volume", id, "path", p, "bytes", size)
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
+}
+
+// expandable refuses to grow a volume staged reader-only, before its lvol
+// or anything on it is touched: growing writes (CSI spec
+// "NodeExpandVolume": "Volume in use", FailedPrecondition).
+func (d *node) expandable(ctx context.Context, id, file string) error {
+	dev, err := d.loops.find(ctx, file)
+	if err != nil || dev == "" {
+		return nil // expandAt reports what is wrong
+	}
+	if ro, err := loopReadOnly(dev); err == nil && ro {
+		return status.Errorf(codes.FailedPrecondition, "volume %s is staged reader-only (read-only loop device %s): it cannot grow until it is staged for a writer access mode", id, dev)
+	}
+	return nil
 }
 
 // expandAt refreshes the loop device behind path p and grows the filesystem

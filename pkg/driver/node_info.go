@@ -140,12 +140,9 @@ func (d *node) detachOrphan(ctx context.Context, dev string) error {
 	if !strings.HasPrefix(dev, "/dev/loop") {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file"))
-	if err != nil {
-		return nil // not a loop device, or already detached
-	}
-	backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
-	if !strings.HasPrefix(backing, filepath.Clean(d.opts.PoolDir)+"/") {
+	backing := strings.TrimSuffix(loopBacking(dev), " (deleted)")
+	if backing == "" || !strings.HasPrefix(backing, filepath.Clean(d.opts.PoolDir)+"/") {
+		// not a loop device, already detached, or not ours
 		return nil
 	}
 	klog.InfoS("detaching the loop device of a deleted lvol", "device", dev, "file", backing)

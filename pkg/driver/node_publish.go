@@ -102,14 +102,20 @@ func (d *node) publishArgs(ctx context.Context, file string, req *csi.NodePublis
 	if err != nil {
 		return publishReq{}, status.Errorf(codes.Internal, "%v", err)
 	}
+	devRO, err := loopReadOnly(dev)
+	if err != nil {
+		return publishReq{}, status.Errorf(codes.Internal, "%v", err)
+	}
 	c := req.GetVolumeCapability()
 	mode := c.GetAccessMode().GetMode()
 	return publishReq{
-		rdev:      rdev,
-		devPath:   dev,
-		staging:   req.GetStagingTargetPath(),
-		target:    req.GetTargetPath(),
-		readonly:  req.GetReadonly() || mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
+		rdev:    rdev,
+		devPath: dev,
+		staging: req.GetStagingTargetPath(),
+		target:  req.GetTargetPath(),
+		// A reader-only mode, or a volume staged on a read-only device, is
+		// published read-only even when the request's readonly is false.
+		readonly:  req.GetReadonly() || readerOnly(c) || devRO,
 		exclusive: mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
 		flags:     c.GetMount().GetMountFlags(),
 	}, nil
@@ -206,7 +212,10 @@ func checkExclusive(p publishReq) error {
 }
 
 // bindOptions are the options of a publish bind mount; mount-utils remounts
-// a bind mount to apply "ro", which a plain bind mount would ignore.
+// a bind mount to apply "ro", which a plain bind mount would ignore. For a
+// raw block publish "ro" does not stop writes through the device file (the
+// kernel checks mount flags only for regular files): only a device staged
+// read-only (reader-only modes) refuses them.
 func bindOptions(p publishReq) []string {
 	opts := append([]string{"bind"}, p.flags...)
 	if p.readonly {
