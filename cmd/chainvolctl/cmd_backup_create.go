@@ -29,7 +29,8 @@ type createResult struct {
 // createFlags are the options of "backup create".
 type createFlags struct {
 	from, chain, id string
-	full            bool
+	owner           string
+	full, takeOver  bool
 	blockSize       int64
 	workers         int
 	interval        time.Duration
@@ -60,6 +61,8 @@ a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`
 	fl.StringVar(&f.chain, "chain", "", "chain to add the backup to, [TARGET:]CHAIN (required)")
 	fl.StringVar(&f.id, "id", "", "backup id (default: the UTC second and 8 random hex digits, like 20261129T101500Z-3f9a0c17, never one a deleted backup had; an id you choose must not be one a deleted backup had either, or stale references to it would restore this backup)")
 	fl.BoolVar(&f.full, "full", false, "make a full backup even when the chain has backups")
+	fl.StringVar(&f.owner, "owner", "", "the source this chain is the history of (default: host/HOSTNAME:PATH of --from); a backup of another owner into the chain is refused (docs/FORMAT.md §3.3)")
+	fl.BoolVar(&f.takeOver, "take-over", false, "continue a chain another owner made, on purpose (a planned migration): from then on it is this source's")
 	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 2 MiB; fixed per chain)")
 	fl.IntVar(&f.workers, "workers", 0, "blocks processed in parallel (default 8)")
 	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
@@ -88,6 +91,10 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 		BackupID: f.id, SourceVolume: f.from, FSType: detectFS(ctx, f.from)}
 	o.VolumeMode = volumeModeOf(o.FSType)
 	o.Node, _ = os.Hostname()
+	o.Owner, o.TakeOver = f.owner, f.takeOver
+	if o.Owner == "" {
+		o.Owner = sourceOwner(f.from)
+	}
 	if !f.full {
 		ms, err := repo.Backups(ctx, chain)
 		if err != nil {
@@ -178,4 +185,18 @@ func detectFS(ctx context.Context, path string) string {
 		return ""
 	}
 	return fs
+}
+
+// sourceOwner is the default owner of the chains a source is backed up
+// into: this host and the source's absolute path as given (not resolved:
+// an LVM snapshot's /dev/vg/snap points at another dm device each time),
+// so another disk given the same --chain is refused while the same image
+// file or device path backed up again continues its chain.
+func sourceOwner(from string) string {
+	host, _ := os.Hostname()
+	p, err := filepath.Abs(from)
+	if err != nil {
+		p = from
+	}
+	return "host/" + host + ":" + p
 }

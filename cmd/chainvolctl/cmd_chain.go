@@ -22,7 +22,7 @@ provisioner passes PVC metadata, else _volume/NAME after the CSI volume name
 		Example: "  chainvolctl chain ls\n  chainvolctl chain ls --in offsite -o json",
 		RunE:    groupRunE,
 	}
-	cmd.AddCommand(a.newChainLsCmd())
+	cmd.AddCommand(a.newChainLsCmd(), a.newChainTakeOverCmd())
 	return cmd
 }
 

@@ -55,6 +55,9 @@ func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateS
 	if err := checkChainFits(ctx, repo, ref, sp.BlockSize, src.SizeBytes); err != nil {
 		return nil, err
 	}
+	if err := repo.CheckOwner(ctx, ref.Chain, d.vols.Owner()); err != nil {
+		return nil, snapshotError("backup", err)
+	}
 	rec := volume.Record{Hidden: true, BackupRef: volume.BackupID(ref), Upload: volume.Uploading, Unreported: true,
 		BlockSize: sp.BlockSize}
 	snap, err := d.localSnapshot(ctx, req.GetName(), src.ID, rec)

@@ -143,6 +143,9 @@ func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSna
 		if err := checkChainFits(ctx, repo, refs[i], sp.BlockSize, s.SizeBytes); err != nil {
 			return nil, nil, err
 		}
+		if err := repo.CheckOwner(ctx, refs[i].Chain, d.vols.Owner()); err != nil {
+			return nil, nil, snapshotError("group backup", err)
+		}
 		recs[i].BlockSize = sp.BlockSize
 		recs[i].Hidden, recs[i].BackupRef = true, volume.BackupID(refs[i])
 		recs[i].Upload, recs[i].Unreported = volume.Uploading, true

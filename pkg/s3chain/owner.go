@@ -154,3 +154,22 @@ func (r *Repo) Owner(ctx context.Context, chain string) (string, error) {
 	owner, _, err := r.chainOwner(ctx, cfg)
 	return owner, err
 }
+
+// CheckOwner reports, before a backup of owner into chain is started,
+// whether it would be refused: ErrChainOwned when the chain belongs to
+// another owner. A chain that does not exist yet, has no owner, or an
+// empty owner passes. Errors: ErrChainOwned, ErrInvalidChain, ErrWrongKey,
+// store errors.
+func (r *Repo) CheckOwner(ctx context.Context, chain, owner string) error {
+	if owner == "" {
+		return nil
+	}
+	cur, err := r.Owner(ctx, chain)
+	if errors.Is(err, ErrBackupNotFound) {
+		return nil
+	}
+	if err == nil && cur != "" && cur != owner {
+		err = errOwned(chain, cur, owner)
+	}
+	return err
+}

@@ -213,3 +213,7 @@ func (m *Manager) Ready(ctx context.Context, k backend.Kind, id string) (backend
 	}
 	return lv, err
 }
+
+// Owner is the owner recorded on the chains this node's backups write
+// (Config.Owner; "" for none).
+func (m *Manager) Owner() string { return m.cfg.Owner }
