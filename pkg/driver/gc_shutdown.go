@@ -39,16 +39,18 @@ func (g *gcScheduler) shutdown(ctx context.Context) []gcReport {
 	g.mu.Lock()
 	g.cancel()
 	var out []gcReport
+	running := make([]gcKey, 0, len(g.running)+len(g.pending))
+	for k := range g.running {
+		running = append(running, k)
+	}
 	for k, t := range g.pending {
 		if t.Stop() {
 			g.wg.Done()
 			out = append(out, gcReport{k, gcDropped})
+		} else if g.running[k] == 0 { // fired, waiting for the lock to start
+			running = append(running, k)
 		}
 		delete(g.pending, k)
-	}
-	running := make([]gcKey, 0, len(g.running))
-	for k := range g.running {
-		running = append(running, k)
 	}
 	g.mu.Unlock()
 	done := make(chan struct{})
