@@ -43,9 +43,13 @@ func main() {
 		klog.Flush()
 		os.Exit(1)
 	}
+	klog.InfoS("chainvol-csi stopped")
+	klog.Flush()
 }
 
-// run opens the pool, builds the driver and serves until SIGINT or SIGTERM.
+// run opens the pool, builds the driver and serves until SIGINT or SIGTERM,
+// then returns once the driver has stopped its calls and jobs, within
+// -shutdown-timeout (driver.Driver.Run).
 func run(opts driver.Options) error {
 	pool, err := backend.Open(opts.PoolDir)
 	if err != nil {

@@ -145,6 +145,11 @@ func (d *snapshotter) backupStatus(ctx context.Context, snap backend.LVol, secre
 		return nil, uploadRefusal(snap)
 	}
 	j := d.startUpload(snap, ref, secrets)
+	if ok, err := j.Finished(); ok && errors.Is(err, context.Canceled) {
+		// The driver is stopping (volume.ErrStopping): the record still says
+		// uploading, and the CO's retry after the restart resumes it.
+		return &csi.CreateSnapshotResponse{Snapshot: backupCSISnapshot(snap, false)}, nil
+	}
 	if ok, _ := j.Finished(); ok || volume.Wait(ctx, j) {
 		if snap, err = d.pool.Get(ctx, snap.ID); err != nil {
 			return nil, snapshotError("backup snapshot", err)

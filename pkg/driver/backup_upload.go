@@ -20,7 +20,7 @@ func (d *snapshotter) startUpload(snap backend.LVol, ref target.Ref, secrets map
 	h := volume.UploadHooks{
 		Open: func(ctx context.Context) (*s3chain.Repo, error) { return d.targets.Open(ctx, ref.Target, secrets) },
 		Started: func() func(s3chain.BackupStats, error) {
-			return d.metrics.backupStarted(cmp.Or(ref.Target, d.targets.Default()), ref.Chain)
+			return d.metrics.backupStarted(cmp.Or(ref.Target, d.targets.Default()))
 		},
 	}
 	return d.vols.StartJob(snap.ID, "backup upload", func(ctx context.Context, j *volume.Job) error {
@@ -51,6 +51,7 @@ func (d *snapshotter) finishUpload(snap backend.LVol, ref target.Ref, err error)
 		}
 		outcome = func(r *volume.Record) {
 			r.Upload, r.UploadError, r.UploadCode = state, err.Error(), chainCode(err).String()
+			r.UploadFailedAt = time.Now().UTC()
 		}
 	}
 	if _, lerr := volume.Update(context.Background(), d.pool, snap.ID, outcome); lerr != nil {

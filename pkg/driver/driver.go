@@ -93,7 +93,9 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 }
 
 // Run serves the CSI services on the unix socket of opts.Endpoint until ctx is
-// cancelled, then stops gracefully. It removes a stale socket file first.
+// cancelled, then stops (shutdown): calls drained, jobs stopped, within
+// opts.ShutdownTimeout. It removes a stale socket file first. Errors: those
+// of the socket, and of serving when that fails before ctx ends.
 func (d *Driver) Run(ctx context.Context) error {
 	path := socketPath(d.opts.Endpoint)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
@@ -106,21 +108,26 @@ func (d *Driver) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
+	// WaitForHandlers: Stop waits for the handlers it cancels, so that a
+	// call's deferred lease release runs before the process exits.
+	srv := grpc.NewServer(grpc.WaitForHandlers(true),
+		grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
 	csi.RegisterIdentityServer(srv, d.identity)
 	csi.RegisterControllerServer(srv, d.controllerService())
 	csi.RegisterNodeServer(srv, d.node)
 	csi.RegisterGroupControllerServer(srv, d.groups) // group_snapshot.go
-	go func() {
-		<-ctx.Done()
-		srv.GracefulStop()
-		// Restores resume from their checkpoints, uploads restart, on
-		// the next call after a restart.
-		d.vols.StopAll()
-		d.gc.stop()
-	}()
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
-	return srv.Serve(lis)
+	var serveErr error
+	served := make(chan struct{}) // closed when Serve returns
+	go func() { serveErr = srv.Serve(lis); close(served) }()
+	select {
+	case <-served:
+		d.shutdown(srv, served) // no call can come; the jobs still must stop
+		return serveErr
+	case <-ctx.Done():
+	}
+	d.shutdown(srv, served)
+	return nil
 }
 
 // topology is this node's accessible topology segment.

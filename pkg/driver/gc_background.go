@@ -45,6 +45,7 @@ type gcScheduler struct {
 	mu      sync.Mutex
 	pending map[gcKey]*time.Timer
 	swept   map[string]time.Time // target -> last sweep of temporary files
+	running map[gcKey]int        // gcs of the chain running now (a retry may overlap a new deletion's)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -52,7 +53,7 @@ type gcScheduler struct {
 
 func newGCScheduler(delay, minAge time.Duration, run func(context.Context, gcKey, map[string]string) bool) *gcScheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &gcScheduler{delay: delay, minAge: minAge, run: run, pending: map[gcKey]*time.Timer{}, ctx: ctx, cancel: cancel}
+	return &gcScheduler{delay: delay, minAge: minAge, run: run, pending: map[gcKey]*time.Timer{}, running: map[gcKey]int{}, ctx: ctx, cancel: cancel}
 }
 
 // tempSweepEvery spaces the background sweeps of one target's temporary
@@ -106,30 +107,15 @@ func (g *gcScheduler) arm(k gcKey, secrets map[string]string, attempt int, repla
 		if g.pending[k] == t { // not replaced by a later deletion's timer
 			delete(g.pending, k)
 		}
+		g.running[k]++
 		g.mu.Unlock()
-		if g.run(g.ctx, k, secrets) && attempt < maxGCRetries {
+		retry := g.run(g.ctx, k, secrets)
+		g.ended(k)
+		if retry && attempt < maxGCRetries {
 			g.arm(k, secrets, attempt+1, false)
 		}
 	})
 	g.pending[k] = t
-}
-
-// stop cancels pending and running gcs and waits for them; a chain's
-// blocks stay for the next deletion's gc or `chainvolctl gc`.
-func (g *gcScheduler) stop() {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	g.cancel()
-	for k, t := range g.pending {
-		if t.Stop() {
-			g.wg.Done()
-		}
-		delete(g.pending, k)
-	}
-	g.mu.Unlock()
-	g.wg.Wait()
 }
 
 // gcMetrics count background gcs and the bytes they freed.

@@ -34,13 +34,13 @@ type metrics struct {
 	restoreBytes    prometheus.Counter
 	restoreDuration *prometheus.HistogramVec
 
-	backups           *prometheus.CounterVec
-	backupBytes       *prometheus.CounterVec
-	backupDuration    *prometheus.HistogramVec
-	backupInFlight    prometheus.Gauge
-	backupLastSuccess *prometheus.GaugeVec
-	backupLastFailure *prometheus.GaugeVec
-	poolOnce          sync.Once
+	backups        *prometheus.CounterVec
+	backupBytes    *prometheus.CounterVec
+	backupDuration *prometheus.HistogramVec
+	backupInFlight prometheus.Gauge
+	// The last success and failure of each chain are read from the pool's
+	// records at each scrape (chainCollector), not kept here.
+	poolOnce sync.Once
 }
 
 // jobBuckets are durations in seconds of backups and restores: 1 s to ~4.5 h.
@@ -65,10 +65,6 @@ func newMetrics() *metrics {
 			Help: "Wall time of finished backup uploads in seconds, by result.", Buckets: jobBuckets}, []string{"result"}),
 		backupInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chainvol_backups_in_flight",
 			Help: "Backup uploads running now."}),
-		backupLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_backup_last_success_timestamp_seconds",
-			Help: "Unix time of the last successful backup of each chain, by target and chain."}, []string{"target", "chain"}),
-		backupLastFailure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chainvol_backup_last_failure_timestamp_seconds",
-			Help: "Unix time of the last failed backup of each chain, by target and chain."}, []string{"target", "chain"}),
 	}
 	v := version.Get()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "chainvol_build_info",
@@ -78,7 +74,7 @@ func newMetrics() *metrics {
 	m.registry.MustRegister(m.grpc, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.restores, m.restoreBytes, m.restoreDuration,
-		m.backups, m.backupBytes, m.backupDuration, m.backupInFlight, m.backupLastSuccess, m.backupLastFailure)
+		m.backups, m.backupBytes, m.backupDuration, m.backupInFlight)
 	for _, r := range []string{"success", "failure"} { // present from the start, so rate() and alerts see 0
 		m.restores.WithLabelValues(r)
 		m.backups.WithLabelValues(r)
@@ -88,10 +84,11 @@ func newMetrics() *metrics {
 
 // MetricsHandler returns the HTTP handler serving the driver's metrics in
 // the Prometheus text format. The pool's size and free bytes are read at
-// each scrape.
+// each scrape, and so are the chains' last backup times (chainCollector).
 func (d *Driver) MetricsHandler() http.Handler {
 	d.metrics.poolOnce.Do(func() {
-		d.metrics.registry.MustRegister(poolCollector{d.pool}, restoreCollector{d.vols})
+		d.metrics.registry.MustRegister(poolCollector{d.pool}, restoreCollector{d.vols},
+			chainCollector{pool: d.pool, def: d.targets.Default})
 	})
 	return promhttp.HandlerFor(d.metrics.registry, promhttp.HandlerOpts{})
 }
@@ -107,8 +104,9 @@ func (m *metrics) restoreDone(j *volume.Job, err error) {
 }
 
 // backupStarted counts a backup upload in flight; call the returned
-// function with its outcome when it ends.
-func (m *metrics) backupStarted(target, chain string) func(s3chain.BackupStats, error) {
+// function with its outcome when it ends. (The chain's last success and
+// failure times come from the snapshot's record: chainCollector.)
+func (m *metrics) backupStarted(target string) func(s3chain.BackupStats, error) {
 	m.backupInFlight.Inc()
 	start := time.Now()
 	return func(st s3chain.BackupStats, err error) {
@@ -116,13 +114,9 @@ func (m *metrics) backupStarted(target, chain string) func(s3chain.BackupStats, 
 		r := result(err)
 		m.backups.WithLabelValues(r).Inc()
 		m.backupDuration.WithLabelValues(r).Observe(time.Since(start).Seconds())
-		now := float64(time.Now().UnixNano()) / 1e9
-		if err != nil {
-			m.backupLastFailure.WithLabelValues(target, chain).Set(now)
-			return
+		if err == nil {
+			m.backupBytes.WithLabelValues(target).Add(float64(st.UploadedBytes))
 		}
-		m.backupBytes.WithLabelValues(target).Add(float64(st.UploadedBytes))
-		m.backupLastSuccess.WithLabelValues(target, chain).Set(now)
 	}
 }
 

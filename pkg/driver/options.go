@@ -61,6 +61,11 @@ type Options struct {
 	// never starting from a local snapshot of the chain (restore_base.go):
 	// to check a target end to end, and for tests of target faults.
 	NoLocalBase bool
+	// ShutdownTimeout bounds the stop on SIGTERM or SIGINT (shutdown.go):
+	// draining calls, stopping jobs and releasing their chain leases; 0
+	// means DefaultShutdownTimeout. Keep it below the pod's
+	// terminationGracePeriodSeconds.
+	ShutdownTimeout time.Duration
 }
 
 // stringList is a repeatable string flag.
@@ -84,6 +89,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.PoolReserveBytes, "pool-reserve-bytes", 0, "free bytes that restores leave in the pool: a restore that would go below is refused (ResourceExhausted) or stopped; 0 = min(5% of the pool, 1 GiB)")
 	fs.DurationVar(&o.GCDelay, "gc-delay", DefaultGCDelay, "after deleting a backup, collect its chain's unreferenced blocks this much later (deletions within the delay coalesce); 0 disables")
 	fs.DurationVar(&o.GCMinAge, "gc-min-age", DefaultGCMinAge, "the background gc keeps unreferenced blocks younger than this (a margin for format-version-1 writers; running backups are protected by chain locks)")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGTERM or SIGINT, how long the driver may take to drain calls and stop its restores, uploads and gcs (releasing their chain locks) before it exits; keep it below the pod's terminationGracePeriodSeconds")
 	fs.BoolVar(&o.NoLocalBase, "no-local-base", false, "restores fetch every block from the backup target, never starting from a local snapshot of the chain")
 	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket's path on the host; when set, register with the kubelet through "+DefaultRegistrationDir+" (no node-driver-registrar needed)")
 }
@@ -109,6 +115,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PoolReserveBytes < 0 {
 		return fmt.Errorf("-pool-reserve-bytes must be >= 0")
+	}
+	if o.ShutdownTimeout < 0 {
+		return fmt.Errorf("-shutdown-timeout must be >= 0")
 	}
 	if o.GCDelay < 0 || o.GCMinAge < 0 {
 		return fmt.Errorf("-gc-delay and -gc-min-age must be >= 0")

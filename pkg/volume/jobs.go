@@ -35,6 +35,9 @@ type Job struct {
 	// subject is the id of the lvol the job fills or uploads, once known
 	// ("" before: a new restore learns it at admission).
 	subject atomic.Pointer[string]
+	// backup is the backup reference the job restores or uploads, once
+	// known (SetBackup), for the shutdown's report.
+	backup atomic.Pointer[string]
 }
 
 // SetSubject records the id of the lvol the job works on.
@@ -43,6 +46,18 @@ func (j *Job) SetSubject(id string) { j.subject.Store(&id) }
 // Subject is the id SetSubject recorded, "" before.
 func (j *Job) Subject() string {
 	if p := j.subject.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// SetBackup records the backup reference (TARGET:CHAIN@ID) the job
+// restores or uploads.
+func (j *Job) SetBackup(ref string) { j.backup.Store(&ref) }
+
+// Backup is the reference SetBackup recorded, "" before.
+func (j *Job) Backup() string {
+	if p := j.backup.Load(); p != nil {
 		return *p
 	}
 	return ""
@@ -135,6 +150,8 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 type jobSet struct {
 	mu sync.Mutex
 	m  map[string]*Job
+	// closed is set by shutdown: no job starts afterwards.
+	closed bool
 }
 
 func newJobSet() *jobSet { return &jobSet{m: map[string]*Job{}} }
@@ -159,6 +176,9 @@ func (s *jobSet) startJob(key, what string, gate chan struct{}, fn func(context.
 	defer s.mu.Unlock()
 	if j, ok := s.m[key]; ok {
 		return j
+	}
+	if s.closed {
+		return refusedJob(what)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &Job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now(), gate: gate}

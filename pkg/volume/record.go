@@ -56,6 +56,9 @@ type Record struct {
 	// one done of a chain is its latest backup and next base. Zero until
 	// then, and on snapshots of older drivers.
 	UploadDoneAt time.Time
+	// UploadFailedAt is when an upload of the backup last failed for good
+	// (UTC, nanoseconds); a later success keeps it. Zero when none has.
+	UploadFailedAt time.Time
 	// Unreported is true until a CreateSnapshot answered ready for the
 	// backup; until then the snapshot is kept as the record of its name's
 	// id (false on snapshots of older drivers: reported).
@@ -130,6 +133,7 @@ const (
 	labelBackupError      = "backupError"
 	labelBackupCode       = "backupCode"
 	labelBackupDoneAt     = "backupDoneAt"
+	labelBackupFailedAt   = "backupFailedAt"
 	labelBackupUnreported = "backupUnreported"
 	labelBackupBlockSize  = "backupBlockSize"
 	labelGroupID          = "groupId"
@@ -137,7 +141,7 @@ const (
 	labelGroupMember      = "groupMember"
 )
 
-// doneAtFormat is labelBackupDoneAt's format: fixed width, so that its
+// doneAtFormat is labelBackupDoneAt's and labelBackupFailedAt's format: fixed width, so that its
 // values sort as strings in time order.
 const doneAtFormat = "20060102T150405.000000000Z"
 
@@ -185,6 +189,9 @@ func (r Record) Encode() map[string]string {
 	if !r.UploadDoneAt.IsZero() {
 		set(labelBackupDoneAt, r.UploadDoneAt.UTC().Format(doneAtFormat))
 	}
+	if !r.UploadFailedAt.IsZero() {
+		set(labelBackupFailedAt, r.UploadFailedAt.UTC().Format(doneAtFormat))
+	}
 	if r.Hidden {
 		set(labelHidden, labelTrue)
 	}
@@ -209,6 +216,9 @@ func Decode(labels map[string]string) Record {
 	r.BlockSize, _ = strconv.ParseInt(labels[labelBackupBlockSize], 10, 64)
 	if t, err := time.Parse(doneAtFormat, labels[labelBackupDoneAt]); err == nil {
 		r.UploadDoneAt = t
+	}
+	if t, err := time.Parse(doneAtFormat, labels[labelBackupFailedAt]); err == nil {
+		r.UploadFailedAt = t
 	}
 	r.Hidden = labels[labelHidden] != ""
 	r.Unreported = labels[labelBackupUnreported] != ""

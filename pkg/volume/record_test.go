@@ -68,7 +68,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		RestoreAllocBytes: 4096, ParamsDigest: "d", PVCName: "n", PVCNamespace: "ns", PVName: "pv", Hidden: true,
 		BackupRef: "backup:a:b@c", Upload: UploadFailed, UploadError: "e", UploadCode: "Aborted",
 		UploadDoneAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Unreported: true, BlockSize: 65536,
-		GroupID: "g", GroupName: "gn", GroupMember: "m"}
+		UploadFailedAt: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC), GroupID: "g", GroupName: "gn", GroupMember: "m"}
 	if got := Decode(r.Encode()); got != r {
 		t.Errorf("round trip:\n%+v\nwant\n%+v", got, r)
 	}

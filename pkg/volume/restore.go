@@ -41,6 +41,7 @@ const (
 // backend.ErrNoSpace, context.Canceled when the job is stopped.
 func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo, open func(context.Context) (*s3chain.Repo, error)) error {
 	j.SetSubject(lv.ID)
+	j.SetBackup(ref.String())
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go m.guardRoom(ctx, lv, stop)

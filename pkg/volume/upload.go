@@ -36,12 +36,15 @@ type UploadHooks struct {
 // fails for a reason a retry cannot fix (Permanent: bad input,
 // credentials) or ctx ends. It records nothing on snap: the caller
 // records the outcome. Errors: those of h.Open, Repo.Backup (wrapped
-// s3chain, target and backend sentinels), ctx's.
+// s3chain, target and backend sentinels); once ctx is done, one that wraps
+// context.Canceled whatever the cut request failed with (cancelled).
 func (m *Manager) Upload(ctx context.Context, j *Job, snap backend.LVol, ref target.Ref, h UploadHooks) error {
+	j.SetSubject(snap.ID)
+	j.SetBackup(ref.String())
 	var err error
 	for attempt := 1; attempt <= uploadAttempts; attempt++ {
 		if err = m.upload(ctx, j, snap, ref, h); err == nil || ctx.Err() != nil {
-			return err
+			return cancelled(ctx, err)
 		}
 		if Permanent(err) {
 			return err

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +27,8 @@ import (
 const childEnv = "CHAINVOL_E2E_DRIVER"
 
 // TestDriverChild is the child half of startChild: it serves a driver
-// until the process is killed.
+// until the process is killed, or, on SIGTERM or SIGINT, until the driver
+// has stopped, as cmd/chainvol-csi does.
 func TestDriverChild(t *testing.T) {
 	raw := os.Getenv(childEnv)
 	if raw == "" {
@@ -41,7 +46,9 @@ func TestDriverChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Run(context.Background()); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := d.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -49,6 +56,7 @@ func TestDriverChild(t *testing.T) {
 // childDriver is a driver in a child process and a connection to it.
 type childDriver struct {
 	cmd  *exec.Cmd
+	log  *syncBuffer // the child's stderr (klog), also copied to ours
 	conn *grpc.ClientConn
 	Ctrl csi.ControllerClient
 	Node csi.NodeClient
@@ -64,11 +72,11 @@ func startChild(t *testing.T, opts driver.Options) *childDriver {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDriverChild$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	c := &childDriver{cmd: cmd, log: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = os.Stderr, io.MultiWriter(os.Stderr, c.log)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &childDriver{cmd: cmd}
 	t.Cleanup(c.kill)
 	if c.conn, err = grpc.NewClient(opts.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 		t.Fatal(err)
@@ -102,4 +110,47 @@ func (c *childDriver) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	_ = c.cmd.Wait()
 	c.cmd = nil
+}
+
+// terminate sends SIGTERM to the child (only this process, by its pid)
+// and waits up to limit for it to exit. It returns how long the exit took
+// and the child's exit error (nil: exit status 0).
+func (c *childDriver) terminate(t *testing.T, limit time.Duration) (time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		took := time.Since(start)
+		c.conn.Close() // only now: calls in flight get the driver's answers
+		c.cmd = nil
+		return took, err
+	case <-time.After(limit):
+		c.kill()
+		t.Fatalf("child driver still running %v after SIGTERM", limit)
+		return 0, nil
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
