@@ -26,7 +26,7 @@ func stepGCV2(s *State, sc *Scope, i int) {
 			p.pc = pcDone
 			return
 		}
-		p.hold(s, g2Held)
+		p.hold(s, sc, g2Held)
 	case g2Held:
 		p.issue(opListLocks, 0)
 		p.pc = g2Locks

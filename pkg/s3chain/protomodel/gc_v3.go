@@ -28,8 +28,12 @@ func stepGCV3(s *State, sc *Scope, i int) {
 			p.pc = pcDone
 			return
 		}
-		p.hold(s, g3Held)
+		p.hold(s, sc, g3Held)
 	case g3Held:
+		if sc.NoLocks { // as if nobody held a lock
+			p.pc, p.gone = g3Locks, 0
+			return
+		}
 		p.issue(opListLocks, 0)
 		p.pc = g3Locks
 	case g3Locks:
@@ -54,18 +58,22 @@ func stepGCV3(s *State, sc *Scope, i int) {
 		}
 		p.issue(opPutDoom, 0)
 		p.pc = g3Doomed
+		if sc.Mutant == NoSecondRead {
+			p.pc, p.ref1 = g3Man1, 0
+		}
 	case g3Doomed:
+		p.ref1 = 0
 		p.issue(opListMans, 0)
 		p.pc = g3Mans1
 	case g3Mans1, g3Man1:
-		if readManifests(p, g3Mans1, g3Man1, &p.ref1) {
+		if sc.Mutant != NoSecondRead && readManifests(p, g3Mans1, g3Man1, &p.ref1) {
 			return
 		}
 		p.keys = p.doomed &^ keysOfDigests(p.ref1) // F
 		p.idx, p.allOK, p.pc = 0, true, g3Del
-		nextDelete(p)
+		nextDelete(p, sc)
 	case g3Del:
-		nextDelete(p)
+		nextDelete(p, sc)
 	case g3Undoomed:
 		p.release(pcDone)
 	}
@@ -86,7 +94,7 @@ func readManifests(p *proc, listed, got uint8, ref *uint8) bool {
 
 // nextDelete DELETEs the next key of F; after the last, the doom record
 // goes only if every DELETE was answered.
-func nextDelete(p *proc) {
+func nextDelete(p *proc, sc *Scope) {
 	for k := int(p.idx); k < maxDig*keysPerDig; k++ {
 		if p.keys&(1<<k) != 0 {
 			p.idx = uint8(k + 1)
@@ -94,7 +102,7 @@ func nextDelete(p *proc) {
 			return
 		}
 	}
-	if !p.allOK {
+	if !p.allOK && sc.Mutant != UndoomAfterErr {
 		p.release(pcDone)
 		return
 	}

@@ -22,7 +22,11 @@ const (
 )
 
 // hold starts taking a lease; the process continues at ret once held.
-func (p *proc) hold(s *State, ret uint8) {
+func (p *proc) hold(s *State, sc *Scope, ret uint8) {
+	if sc.NoLocks {
+		p.pc = ret
+		return
+	}
 	p.ret, p.start = ret, s.real
 	p.issue(opPutLock, 0)
 	p.pc = pcHold1
@@ -47,6 +51,10 @@ func stepLease(s *State, sc *Scope, i int) bool {
 		p.ref = refresher{pc: refIdle, last: s.real}
 		p.pc = p.ret
 	case pcRelease:
+		if sc.NoLocks {
+			p.pc = p.ret
+			return true
+		}
 		p.ref.pc, p.hasLease = refOff, false
 		p.issue(opDelLock, uint8(i))
 		p.pc = pcRelease1

@@ -156,6 +156,6 @@ func step(s *State, sc *Scope, i int) {
 			stepGCV2(s, sc, i)
 		}
 	case Deleter:
-		stepDeleter(s, i)
+		stepDeleter(s, sc, i)
 	}
 }

@@ -31,7 +31,7 @@ func DropConfigScope(p Protocol, long bool) Scope {
 // gc's lock looks dead to a writer, without them a writer's lock looks
 // dead to the gc (where a refresher may resurrect it).
 func ClockStepScope(p Protocol, orphans uint8, long bool) Scope {
-	sc := Scope{Name: "clock-step", Protocol: p, Writers: []WriterSpec{{Digests: 1}}, GCs: 1, Atomic: true,
+	sc := Scope{Name: map[bool]string{true: "clock-step-gc-lock", false: "clock-step-writer-lock"}[orphans != 0], Protocol: p, Writers: []WriterSpec{{Digests: 1}}, GCs: 1, Atomic: true,
 		Config: true, Orphans: orphans, TTL: 4, MaxTime: 2, Steps: 1, Tries: 1, Rounds: 2, Refresh: 1}
 	if long {
 		sc.MaxTime, sc.Tries, sc.Refresh = 5, 2, 2
@@ -42,11 +42,56 @@ func ClockStepScope(p Protocol, orphans uint8, long bool) Scope {
 // NoIfNoneMatchScope: two writers create the chain on a store that
 // ignores If-None-Match.
 func NoIfNoneMatchScope(p Protocol, long bool) Scope {
-	sc := Scope{Name: "no-if-none-match", Protocol: p, Writers: []WriterSpec{{Digests: 1}, {Digests: 2}},
+	sc := Scope{Name: "config-race-no-if-none-match", Protocol: p, Writers: []WriterSpec{{Digests: 1}, {Digests: 2}},
 		TTL: 4, MaxTime: 1, Tries: 1, Rounds: 2, Refresh: 1}
 	if long {
 		sc.MaxTime, sc.Refresh = 3, 2
 		sc.Writers = append(sc.Writers, WriterSpec{Digests: 1})
 	}
 	return sc
+}
+
+// CombinedScope: two writers (one reusing every block of the initial
+// backup, which a deleter deletes, one storing an orphan digest again and
+// a new one), a gc that may give up waiting for a DELETE and a kill, on a
+// store with or without If-None-Match; long adds a clock step and time.
+func CombinedScope(p Protocol, atomic, long bool) Scope {
+	sc := Scope{Name: "combined", Protocol: p, Writers: []WriterSpec{{Digests: 3, Parent: true}, {Digests: 6}},
+		GCs: 1, Deleter: true, Atomic: atomic, Config: true, Initial: 3, Orphans: 4, TTL: 4, MaxTime: 1,
+		Kills: 1, Tries: 1, Rounds: 2, AbandonG: true}
+	if !atomic {
+		sc.Name += "-no-if-none-match"
+	}
+	if long {
+		sc.MaxTime, sc.Steps, sc.Tries = 2, 1, 2
+	}
+	return sc
+}
+
+// LocklessScope: v3 with no lock at all, so that gcs and writers overlap
+// in every way; long adds a second gc.
+func LocklessScope(m Mutant, long bool) Scope {
+	sc := CombinedScope(V3, true, false)
+	sc.Name, sc.NoLocks, sc.MaxTime, sc.Mutant = "lockless", true, 0, m
+	if long {
+		sc.GCs, sc.Kills = 2, 2
+	}
+	return sc
+}
+
+// V3Scopes are the scopes the v3 protocol must survive: every v2 defect's
+// scope, each also with a kill and a gc that gives up on DELETEs, the
+// If-None-Match race on a store that honours it, and the combined ones.
+func V3Scopes(long bool) []Scope {
+	base := []Scope{LateDeleteScope(V3, long), DropConfigScope(V3, long), ClockStepScope(V3, 0, long),
+		ClockStepScope(V3, 1, long), NoIfNoneMatchScope(V3, long)}
+	out := append([]Scope(nil), base...)
+	for _, sc := range base {
+		sc.Name += "+kill+abandon"
+		sc.Kills, sc.AbandonG = 1, true
+		out = append(out, sc)
+	}
+	race := NoIfNoneMatchScope(V3, long)
+	race.Name, race.Atomic = "config-race", true
+	return append(out, race, CombinedScope(V3, true, long), CombinedScope(V3, false, long), LocklessScope(Faithful, long))
 }

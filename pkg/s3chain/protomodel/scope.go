@@ -37,12 +37,26 @@ type Scope struct {
 	Rounds   uint8 // v3 confirm rounds that may PUT (at most maxRounds)
 	AbandonG bool  // v3 gc may give up waiting for a DELETE (it lands later)
 	Refresh  uint8 // refreshes a lease may make (0: it only runs out)
+	NoLocks  bool  // v3 without any lock: gcs and writers never wait for each other
+	Mutant   Mutant
 }
+
+// Mutant is a deliberate break of the v3 protocol, to show that the
+// checker would notice one.
+type Mutant uint8
+
+// Mutants of v3.
+const (
+	Faithful       Mutant = iota
+	NoSecondRead          // the gc deletes C without reading the manifests again
+	IgnoreDooms           // the writer's confirm ignores doom records
+	UndoomAfterErr        // the gc removes its doom record although a DELETE went unanswered
+)
 
 // String names the scope for logs.
 func (sc *Scope) String() string {
-	return fmt.Sprintf("%s v%d writers=%d gcs=%d deleter=%v atomic=%v ttl=%d time=%d steps=%d kills=%d",
-		sc.Name, sc.Protocol, len(sc.Writers), sc.GCs, sc.Deleter, sc.Atomic, sc.TTL, sc.MaxTime, sc.Steps, sc.Kills)
+	return fmt.Sprintf("%s v%d writers=%d gcs=%d deleter=%v atomic=%v locks=%v ttl=%d time=%d steps=%d kills=%d refreshes=%d mutant=%d",
+		sc.Name, sc.Protocol, len(sc.Writers), sc.GCs, sc.Deleter, sc.Atomic, !sc.NoLocks, sc.TTL, sc.MaxTime, sc.Steps, sc.Kills, sc.Refresh, sc.Mutant)
 }
 
 // validity is how long after a refresh starts its holder relies on it.

@@ -33,7 +33,7 @@ func stepWriterV2(s *State, sc *Scope, i int) {
 		switch {
 		case p.respOK:
 			p.cfgVer = p.respVal
-			p.hold(s, w2Held)
+			p.hold(s, sc, w2Held)
 		case sc.Atomic:
 			p.issue(opPutCfgIfAbsent, s.newConfig())
 			p.pc = w2Created
@@ -57,7 +57,7 @@ func stepWriterV2(s *State, sc *Scope, i int) {
 			return
 		}
 		p.cfgVer = p.respVal
-		p.hold(s, w2Held)
+		p.hold(s, sc, w2Held)
 	case w2Held:
 		p.issue(opListLocks, 0)
 		p.pc = w2Locks
@@ -73,7 +73,7 @@ func stepWriterV2(s *State, sc *Scope, i int) {
 			p.pc, p.failed = pcDone, true
 			return
 		}
-		p.hold(s, w2Held)
+		p.hold(s, sc, w2Held)
 	default:
 		stepWriterV2Commit(s, sc, i, w)
 	}

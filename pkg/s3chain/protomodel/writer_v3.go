@@ -30,7 +30,7 @@ func stepWriterV3(s *State, sc *Scope, i int) {
 		switch {
 		case p.respOK:
 			p.cfgVer = p.respVal
-			p.hold(s, w3Held)
+			p.hold(s, sc, w3Held)
 		case !sc.Atomic: // refused: the store cannot create atomically
 			p.pc, p.failed = pcDone, true
 		default:
@@ -42,8 +42,12 @@ func stepWriterV3(s *State, sc *Scope, i int) {
 		p.pc = w3Reread
 	case w3Reread:
 		p.cfgVer = p.respVal
-		p.hold(s, w3Held)
+		p.hold(s, sc, w3Held)
 	case w3Held:
+		if sc.NoLocks { // as if nobody held a lock
+			p.pc = w3Locks
+			return
+		}
 		p.issue(opListLocks, 0)
 		p.pc = w3Locks
 	case w3Locks:
@@ -62,7 +66,7 @@ func stepWriterV3(s *State, sc *Scope, i int) {
 			p.pc, p.failed = pcDone, true
 			return
 		}
-		p.hold(s, w3Held)
+		p.hold(s, sc, w3Held)
 	case w3Parent:
 		if p.respOK {
 			p.skip = p.respVal
