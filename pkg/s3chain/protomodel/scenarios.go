@@ -10,7 +10,7 @@ func LateDeleteScope(p Protocol, long bool) Scope {
 	sc := Scope{Name: "late-delete", Protocol: p, Writers: []WriterSpec{{Digests: 1}}, GCs: 1, Atomic: true,
 		Config: true, Orphans: 1, TTL: 4, MaxTime: 4, Tries: 1, Rounds: 2, Refresh: 1}
 	if long {
-		sc.MaxTime, sc.Tries, sc.Orphans, sc.Refresh = 6, 2, 3, 2
+		sc.MaxTime, sc.Tries, sc.Orphans, sc.Refresh = 5, 2, 3, 2
 		sc.Writers = []WriterSpec{{Digests: 3}}
 	}
 	return sc
@@ -34,7 +34,7 @@ func ClockStepScope(p Protocol, orphans uint8, long bool) Scope {
 	sc := Scope{Name: map[bool]string{true: "clock-step-gc-lock", false: "clock-step-writer-lock"}[orphans != 0], Protocol: p, Writers: []WriterSpec{{Digests: 1}}, GCs: 1, Atomic: true,
 		Config: true, Orphans: orphans, TTL: 4, MaxTime: 2, Steps: 1, Tries: 1, Rounds: 2, Refresh: 1}
 	if long {
-		sc.MaxTime, sc.Tries, sc.Refresh = 5, 2, 2
+		sc.MaxTime, sc.Tries, sc.Refresh = 3, 2, 2
 	}
 	return sc
 }
@@ -53,7 +53,7 @@ func NoIfNoneMatchScope(p Protocol, long bool) Scope {
 // CombinedScope: two writers (one reusing every block of the initial
 // backup, which a deleter deletes, one storing an orphan digest again and
 // a new one), a gc that may give up waiting for a DELETE and a kill, on a
-// store with or without If-None-Match; long adds a clock step and time.
+// store with or without If-None-Match; long adds a refresh per lease.
 func CombinedScope(p Protocol, atomic, long bool) Scope {
 	sc := Scope{Name: "combined", Protocol: p, Writers: []WriterSpec{{Digests: 3, Parent: true}, {Digests: 6}},
 		GCs: 1, Deleter: true, Atomic: atomic, Config: true, Initial: 3, Orphans: 4, TTL: 4, MaxTime: 1,
@@ -62,35 +62,55 @@ func CombinedScope(p Protocol, atomic, long bool) Scope {
 		sc.Name += "-no-if-none-match"
 	}
 	if long {
-		sc.MaxTime, sc.Steps, sc.Tries = 2, 1, 2
+		sc.Refresh = 1
 	}
 	return sc
 }
 
 // LocklessScope: v3 with no lock at all, so that gcs and writers overlap
-// in every way; long adds a second gc.
+// in every way (v3 decides nothing about data by its locks, so this covers
+// every lock hazard at once); long allows a second kill.
 func LocklessScope(m Mutant, long bool) Scope {
 	sc := CombinedScope(V3, true, false)
 	sc.Name, sc.NoLocks, sc.MaxTime, sc.Mutant = "lockless", true, 0, m
 	if long {
-		sc.GCs, sc.Kills = 2, 2
+		sc.Kills = 2
 	}
 	return sc
+}
+
+// TwoGCScope: lockless, two gcs beside one writer that reuses a block of
+// the initial backup (being deleted) and stores an orphan digest again.
+func TwoGCScope() Scope {
+	sc := LocklessScope(Faithful, false)
+	sc.Name, sc.GCs, sc.Writers = "lockless-two-gcs", 2, []WriterSpec{{Digests: 6, Parent: true}}
+	return sc
+}
+
+// defectScopes are the scopes of the four v2 defects.
+func defectScopes(p Protocol, long bool) []Scope {
+	return []Scope{LateDeleteScope(p, long), DropConfigScope(p, long), ClockStepScope(p, 0, long),
+		ClockStepScope(p, 1, long), NoIfNoneMatchScope(p, long)}
 }
 
 // V3Scopes are the scopes the v3 protocol must survive: every v2 defect's
 // scope, each also with a kill and a gc that gives up on DELETEs, the
 // If-None-Match race on a store that honours it, and the combined ones.
 func V3Scopes(long bool) []Scope {
-	base := []Scope{LateDeleteScope(V3, long), DropConfigScope(V3, long), ClockStepScope(V3, 0, long),
-		ClockStepScope(V3, 1, long), NoIfNoneMatchScope(V3, long)}
-	out := append([]Scope(nil), base...)
-	for _, sc := range base {
+	out := defectScopes(V3, long)
+	for _, sc := range defectScopes(V3, false) { // the wide ones would not finish
+		if long {
+			sc.Refresh = 2
+		}
 		sc.Name += "+kill+abandon"
 		sc.Kills, sc.AbandonG = 1, true
 		out = append(out, sc)
 	}
 	race := NoIfNoneMatchScope(V3, long)
 	race.Name, race.Atomic = "config-race", true
-	return append(out, race, CombinedScope(V3, true, long), CombinedScope(V3, false, long), LocklessScope(Faithful, long))
+	out = append(out, race, CombinedScope(V3, true, long), CombinedScope(V3, false, long), LocklessScope(Faithful, long))
+	if long {
+		out = append(out, TwoGCScope())
+	}
+	return out
 }
