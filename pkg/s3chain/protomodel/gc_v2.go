@@ -1,0 +1,119 @@
+package protomodel
+
+// GC pcs of protocol v2 (pkg/s3chain gc.go).
+const (
+	g2Opened  = pcRole + iota // GET config answered
+	g2Held                    // gc lease held: list the locks
+	g2Locks                   // LIST locks answered
+	g2Gone                    // deleting abandoned locks
+	g2Listed                  // LIST blocks answered
+	g2Mans                    // LIST manifests answered
+	g2Man                     // GET manifest answered
+	g2Sweep                   // deleting unreferenced blocks
+	g2Drop                    // dropEmptyChain: LIST manifests answered
+	g2Dropped                 // DELETE config answered
+)
+
+// stepGCV2 is one step of a v2 gc of the chain.
+func stepGCV2(s *State, sc *Scope, i int) {
+	p := &s.p[i]
+	switch p.pc {
+	case pcStart:
+		p.issue(opGetCfg, 0)
+		p.pc = g2Opened
+	case g2Opened:
+		if !p.respOK {
+			p.pc = pcDone
+			return
+		}
+		p.hold(s, sc, g2Held)
+	case g2Held:
+		p.issue(opListLocks, 0)
+		p.pc = g2Locks
+	case g2Locks:
+		if p.respOK { // a live writer: skip the chain
+			p.release(pcDone)
+			return
+		}
+		p.idx, p.pc = 0, g2Gone
+		nextGoneLock(p, g2Listed)
+	case g2Gone:
+		nextGoneLock(p, g2Listed)
+	case g2Listed:
+		p.issue(opListMans, 0)
+		p.pc = g2Mans
+	case g2Mans, g2Man:
+		if p.pc == g2Man && p.respOK {
+			p.ref0 |= p.respVal
+		}
+		if p.pc == g2Mans {
+			p.idx = 0
+		}
+		p.pc = g2Man
+		if !nextManifest(p, p.mans) {
+			p.idx, p.pc = 0, g2Sweep
+			sweepV2(s, i)
+		}
+	case g2Sweep:
+		sweepV2(s, i)
+	case g2Drop:
+		if p.mans != 0 || !p.valid(s) {
+			p.release(pcDone)
+			return
+		}
+		p.issue(opDelCfg, 0)
+		p.pc = g2Dropped
+	case g2Dropped:
+		p.release(pcDone)
+	}
+}
+
+// nextGoneLock DELETEs the next abandoned lock, then LISTs the blocks and
+// continues at next.
+func nextGoneLock(p *proc, next uint8) {
+	for j := int(p.idx); j < maxProcs; j++ {
+		if p.gone&(1<<j) != 0 {
+			p.idx = uint8(j + 1)
+			p.issue(opDelLock, uint8(j))
+			return
+		}
+	}
+	p.issue(opListBlocks, 0)
+	p.pc = next
+}
+
+// nextManifest GETs the next listed manifest from slot idx on.
+func nextManifest(p *proc, slots uint8) bool {
+	for k := int(p.idx); k < maxSlots; k++ {
+		if slots&(1<<k) != 0 {
+			p.idx = uint8(k + 1)
+			p.issue(opGetMan, uint8(k))
+			return true
+		}
+	}
+	return false
+}
+
+// sweepV2 checks the lease and DELETEs the next unreferenced listed block;
+// after the last one an empty chain is dropped.
+func sweepV2(s *State, i int) {
+	p := &s.p[i]
+	for k := int(p.idx); k < maxDig*keysPerDig; k++ {
+		if p.keys&(1<<k) == 0 || p.ref0&(1<<(k/keysPerDig)) != 0 {
+			continue
+		}
+		if !p.valid(s) {
+			p.release(pcDone)
+			return
+		}
+		p.idx = uint8(k + 1)
+		p.issue(opDelBlock, uint8(k))
+		return
+	}
+	if p.ref0 != 0 {
+		p.release(pcDone)
+		return
+	}
+	p.issue(opListMans, 0)
+	p.pc = g2Drop
+}
