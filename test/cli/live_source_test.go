@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chainvol/chainvol/internal/testutil"
 )
@@ -70,4 +74,89 @@ func mountAt(t *testing.T, dev, dir, options string) string {
 	testutil.Run(t, "mount", "-o", options, dev, dir)
 	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
 	return dir
+}
+
+// TestBackupFreezeThawsOnEveryExit (issue 25 item 6.1): a backup with
+// --freeze thaws the filesystem when the backup fails (a chain of another
+// owner) and when it is interrupted by SIGINT or SIGHUP mid-copy; a
+// frozen filesystem would refuse the freeze that checks it.
+func TestBackupFreezeThawsOnEveryExit(t *testing.T) {
+	testutil.RequireRoot(t)
+	srv := testutil.StartS3(t)
+	proxy := startSlowBlocks(t, srv.Endpoint)
+	srv.Endpoint = proxy.addr
+	dir := t.TempDir()
+	c := &ctl{t: t, env: []string{"CHAINVOL_TARGETS=s3=" + srv.URL("chainvol"),
+		"CHAINVOL_ACCESS_KEY_ID=" + srv.AccessKey, "CHAINVOL_SECRET_ACCESS_KEY=" + srv.SecretKey}}
+	dev := attach(t, makeImage(t, dir))
+	mnt := mountAt(t, dev, filepath.Join(dir, "mnt"), "rw")
+	t.Cleanup(func() { _ = exec.Command("fsfreeze", "--unfreeze", mnt).Run() }) // before the umount
+	create := []string{"--state-dir", filepath.Join(dir, "state"), "backup", "create", "--from", dev,
+		"--chain", "s3:lab/f", "--block-size", "1048576", "--freeze"}
+	thawed := func(after string) {
+		t.Helper()
+		if out, err := exec.Command("fsfreeze", "--freeze", mnt).CombinedOutput(); err != nil {
+			t.Fatalf("after %s the filesystem is still frozen: %v %s", after, err, out)
+		}
+		testutil.Run(t, "fsfreeze", "--unfreeze", mnt)
+	}
+
+	c.ok(create...)
+	msg := c.fails(1, append(create, "--owner", "host/elsewhere:/dev/sdz")...)
+	if !strings.Contains(msg, "another source") {
+		t.Errorf("backup into a chain of another owner: %s", msg)
+	}
+	thawed("a failed backup")
+
+	proxy.putDelay.Store(int64(300 * time.Millisecond))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		writeRandom(t, filepath.Join(mnt, "new-"+sig.String()), 0, 8<<20) // new blocks to upload slowly
+		interruptBackup(t, c, sig, append(create, "--workers", "1", "--progress-interval", "100ms"))
+		thawed("a backup interrupted by " + sig.String())
+	}
+}
+
+// interruptBackup runs chainvolctl with args, sends it sig once it reports
+// progress (the copy runs, the filesystem is frozen) and wants exit code 1.
+func interruptBackup(t *testing.T, c *ctl, sig syscall.Signal, args []string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "backup lab/f"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no progress after 30 s: %s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("backup interrupted by %s: %v, want exit code 1; stderr: %s", sig, err, stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing it while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -21,11 +21,12 @@ import (
 )
 
 // slowBlocks forwards S3 requests to a server and holds every GET of a
-// block object for delay, so that a restore lasts long enough to be
-// interrupted. The Host header passes unchanged (SigV4 stays valid).
+// block object for delay (every PUT for putDelay), so that a restore (a
+// backup) lasts long enough to be interrupted. The Host header passes unchanged (SigV4 stays valid).
 type slowBlocks struct {
-	addr  string
-	delay atomic.Int64 // nanoseconds
+	addr     string
+	delay    atomic.Int64 // nanoseconds
+	putDelay atomic.Int64 // nanoseconds, for PUTs of block objects (slow backups)
 }
 
 func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
@@ -41,6 +42,9 @@ func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blocks/") {
 			time.Sleep(time.Duration(p.delay.Load()))
+		}
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blocks/") {
+			time.Sleep(time.Duration(p.putDelay.Load()))
 		}
 		rp.ServeHTTP(w, r)
 	})}
