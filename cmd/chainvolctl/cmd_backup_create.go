@@ -120,18 +120,9 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			o.Parent = ms[len(ms)-1].ID
 		}
 	}
-	bctx, thaw, err := freezeFor(ctx, live)
+	m, st, err := copySource(ctx, repo, o, live, f.interval)
 	if err != nil {
 		return err
-	}
-	defer thaw() // also on a panic; thawed below as soon as the copy ends
-	p := newProgress("backup "+chain, f.interval)
-	o.Progress = p.update
-	m, st, err := repo.Backup(bctx, o)
-	thaw()
-	p.finish()
-	if err != nil {
-		return explain(wrapOp(fmt.Sprintf("backup of %s into chain %s", f.from, chain), err))
 	}
 	res := createResult{backupRow: newBackupRow(m), ScannedBytes: st.ScannedBytes, UploadedBytes: st.UploadedBytes,
 		Blocks: st.Blocks, ZeroBlocks: st.ZeroBlocks, DedupBlocks: st.DedupBlocks, Duration: st.Duration.Seconds()}
@@ -145,6 +136,25 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			bytesStr(st.StoredBytes), st.Duration.Seconds())
 		return err
 	})
+}
+
+// copySource runs the backup o, with live's filesystem frozen for exactly
+// the copy when there is one to freeze, and a progress display.
+func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live *liveMount, interval time.Duration) (*s3chain.Manifest, s3chain.BackupStats, error) {
+	bctx, thaw, err := freezeFor(ctx, live)
+	if err != nil {
+		return nil, s3chain.BackupStats{}, err
+	}
+	defer thaw() // also on a panic; thawed below as soon as the copy ends
+	p := newProgress("backup "+o.Chain, interval)
+	o.Progress = p.update
+	m, st, err := repo.Backup(bctx, o)
+	thaw()
+	p.finish()
+	if err != nil {
+		return nil, st, explain(wrapOp(fmt.Sprintf("backup of %s into chain %s", o.Source, o.Chain), err))
+	}
+	return m, st, nil
 }
 
 // check refuses flag values the engine would refuse later, as usage errors
