@@ -52,8 +52,8 @@ volume (volume mode Block), which the driver restores as a block volume.
 
 The source must not change while it is read: back up an unmounted device,
 a read-only snapshot (LVM, reflink copy), or a frozen filesystem. A source
-whose filesystem is mounted read-write (the device itself, or for an image
-file a loop device backed by it) is refused, naming the mount point: a copy
+whose filesystem is mounted read-write (the device or a partition of it,
+or for an image file a loop device backed by it) is refused, naming the mount point: a copy
 of a live filesystem is torn and its restore needs journal recovery. With
 --freeze the filesystem is frozen (FIFREEZE) for the whole backup and thawed
 when it ends, on errors and on SIGINT, SIGTERM, SIGHUP and SIGQUIT too: the
@@ -138,9 +138,9 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	})
 }
 
-// copySource runs the backup o, with live's filesystem frozen for exactly
-// the copy when there is one to freeze, and a progress display.
-func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live *liveMount, interval time.Duration) (*s3chain.Manifest, s3chain.BackupStats, error) {
+// copySource runs the backup o, with live's filesystems frozen for exactly
+// the copy when there are any to freeze, and a progress display.
+func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live []liveMount, interval time.Duration) (*s3chain.Manifest, s3chain.BackupStats, error) {
 	bctx, thaw, err := freezeFor(ctx, live)
 	if err != nil {
 		return nil, s3chain.BackupStats{}, err

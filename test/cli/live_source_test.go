@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	bin "encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/chainvol/chainvol/internal/testutil"
 )
@@ -159,4 +163,83 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestBackupOfDiskWithMountedPartition: a disk (or the image file behind
+// a loop device) whose partition is mounted read-write is refused naming
+// the partition's mount point; --freeze freezes that filesystem and thaws
+// it after.
+func TestBackupOfDiskWithMountedPartition(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	c := &ctl{t: t}
+	g := []string{"--state-dir", filepath.Join(dir, "state")}
+	img := blank(t, filepath.Join(dir, "disk.img"))
+	writeMBR(t, img, 2048, imageSize/512-2048)
+	dev := testutil.Run(t, "losetup", "--find", "--show", "--partscan", img)
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	partNode(t, dev+"p1")
+	testutil.Run(t, "mkfs.ext4", "-q", "-F", dev+"p1")
+	mnt := mountAt(t, dev+"p1", filepath.Join(dir, "mnt"), "rw")
+	t.Cleanup(func() { _ = exec.Command("fsfreeze", "--unfreeze", mnt).Run() })
+	for _, from := range []string{dev, img} {
+		msg := c.fails(1, append(g, "backup", "create", "--from", from, "--chain", "lab/disk")...)
+		if !strings.Contains(msg, mnt+" ("+dev+"p1)") || !strings.Contains(msg, "--freeze") {
+			t.Errorf("backup of %s with a partition mounted read-write: %q", from, msg)
+		}
+	}
+	c.ok(append(g, "backup", "create", "--from", dev, "--chain", "lab/disk", "--freeze")...)
+	testutil.Run(t, "fsfreeze", "--freeze", mnt) // fails if still frozen
+	testutil.Run(t, "fsfreeze", "--unfreeze", mnt)
+}
+
+// writeMBR writes a DOS partition table with one Linux partition of n
+// sectors from sector start into img (no sfdisk on every machine).
+func writeMBR(t *testing.T, img string, start, n uint32) {
+	t.Helper()
+	mbr := make([]byte, 512)
+	e := mbr[446:462]
+	e[4] = 0x83 // Linux
+	bin.LittleEndian.PutUint32(e[8:], start)
+	bin.LittleEndian.PutUint32(e[12:], n)
+	mbr[510], mbr[511] = 0x55, 0xaa
+	f, err := os.OpenFile(img, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(mbr, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partNode makes sure partition part (/dev/loopNp1, the first) and its
+// device node exist: a kernel without CONFIG_MSDOS_PARTITION does not find
+// it (partx adds it), and without udev (a container) nothing creates the
+// node, so it is made from sysfs and removed at the end.
+func partNode(t *testing.T, part string) {
+	t.Helper()
+	if _, err := os.Stat(part); err == nil {
+		return
+	}
+	sys := filepath.Join("/sys/class/block", filepath.Base(part), "dev")
+	if _, err := os.Stat(sys); err != nil {
+		// A kernel without the DOS partition parser: add it by hand (BLKPG).
+		testutil.Run(t, "partx", "-a", strings.TrimSuffix(part, "p1"))
+		if _, err := os.Stat(part); err == nil {
+			return // devtmpfs made the node
+		}
+	}
+	data, err := os.ReadFile(sys)
+	if err != nil {
+		t.Fatalf("the kernel did not find the partition %s: %v", part, err)
+	}
+	var maj, min uint32
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d:%d", &maj, &min); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(part, unix.S_IFBLK|0o600, int(unix.Mkdev(maj, min))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(part) })
 }
