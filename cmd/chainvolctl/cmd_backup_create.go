@@ -31,6 +31,8 @@ type createFlags struct {
 	from, chain, id string
 	owner           string
 	full, takeOver  bool
+	freeze          bool // freeze a read-write mounted source for the copy
+	allowLive       bool // copy a read-write mounted source as it is
 	blockSize       int64
 	workers         int
 	interval        time.Duration
@@ -49,10 +51,18 @@ detected and recorded; a source without one is recorded as a raw block
 volume (volume mode Block), which the driver restores as a block volume.
 
 The source must not change while it is read: back up an unmounted device,
-a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`,
+a read-only snapshot (LVM, reflink copy), or a frozen filesystem. A source
+whose filesystem is mounted read-write (the device or a partition of it,
+or for an image file a loop device backed by it) is refused, naming the mount point: a copy
+of a live filesystem is torn and its restore needs journal recovery. With
+--freeze the filesystem is frozen (FIFREEZE) for the whole backup and thawed
+when it ends, on errors and on SIGINT, SIGTERM, SIGHUP and SIGQUIT too: the
+backup is then clean, but every write to that filesystem waits until the
+backup ends. --allow-live copies it anyway. A read-only mount is fine.`,
 		Example: `  chainvolctl backup create --from /srv/images/vm1.img --chain lab/vm1
   chainvolctl --target off='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' \
-      backup create --from /dev/vg0/snap --chain off:prod/db -o json`,
+      backup create --from /dev/vg0/snap --chain off:prod/db -o json
+  chainvolctl backup create --from /dev/loop3 --chain lab/scratch --freeze`,
 		Args: args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error { return a.backupCreate(cmd, f) }),
 	}
@@ -63,6 +73,8 @@ a read-only snapshot (LVM, reflink copy), or a filesystem frozen with fsfreeze.`
 	fl.BoolVar(&f.full, "full", false, "make a full backup even when the chain has backups")
 	fl.StringVar(&f.owner, "owner", "", "the source this chain is the history of (default: host/HOSTNAME:PATH of --from); a backup of another owner into the chain is refused (docs/FORMAT.md §3.3)")
 	fl.BoolVar(&f.takeOver, "take-over", false, "continue a chain another owner made, on purpose (a planned migration): from then on it is this source's")
+	fl.BoolVar(&f.freeze, "freeze", false, "freeze a source mounted read-write for the whole backup (its writers wait until it ends) instead of refusing it")
+	fl.BoolVar(&f.allowLive, "allow-live", false, "copy a source mounted read-write as it is (torn: a restore of it needs journal recovery)")
 	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 2 MiB; fixed per chain)")
 	fl.IntVar(&f.workers, "workers", 0, "blocks processed in parallel (default 8)")
 	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
@@ -78,6 +90,10 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 		return err
 	}
 	if err := f.check(); err != nil {
+		return err
+	}
+	live, err := checkLiveSource(f)
+	if err != nil {
 		return err
 	}
 	if err := a.ensureFileTarget(tgt); err != nil {
@@ -104,12 +120,9 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			o.Parent = ms[len(ms)-1].ID
 		}
 	}
-	p := newProgress("backup "+chain, f.interval)
-	o.Progress = p.update
-	m, st, err := repo.Backup(ctx, o)
-	p.finish()
+	m, st, err := copySource(ctx, repo, o, live, f.interval)
 	if err != nil {
-		return explain(wrapOp(fmt.Sprintf("backup of %s into chain %s", f.from, chain), err))
+		return err
 	}
 	res := createResult{backupRow: newBackupRow(m), ScannedBytes: st.ScannedBytes, UploadedBytes: st.UploadedBytes,
 		Blocks: st.Blocks, ZeroBlocks: st.ZeroBlocks, DedupBlocks: st.DedupBlocks, Duration: st.Duration.Seconds()}
@@ -125,12 +138,34 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 	})
 }
 
+// copySource runs the backup o, with live's filesystems frozen for exactly
+// the copy when there are any to freeze, and a progress display.
+func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live []liveMount, interval time.Duration) (*s3chain.Manifest, s3chain.BackupStats, error) {
+	bctx, thaw, err := freezeFor(ctx, live)
+	if err != nil {
+		return nil, s3chain.BackupStats{}, err
+	}
+	defer thaw() // also on a panic; thawed below as soon as the copy ends
+	p := newProgress("backup "+o.Chain, interval)
+	o.Progress = p.update
+	m, st, err := repo.Backup(bctx, o)
+	thaw()
+	p.finish()
+	if err != nil {
+		return nil, st, explain(wrapOp(fmt.Sprintf("backup of %s into chain %s", o.Source, o.Chain), err))
+	}
+	return m, st, nil
+}
+
 // check refuses flag values the engine would refuse later, as usage errors
 // (exit 2): a source that does not exist, a bad id or block size. Counts and
 // durations are checked for every command by checkFlagValues.
 func (f createFlags) check() error {
 	if _, err := os.Stat(f.from); err != nil {
 		return usagef("--from: %v", err)
+	}
+	if f.freeze && f.allowLive {
+		return usagef("--freeze and --allow-live exclude each other: --freeze makes a clean copy, --allow-live a torn one")
 	}
 	if f.id != "" {
 		if err := s3chain.ValidBackupID(f.id); err != nil {

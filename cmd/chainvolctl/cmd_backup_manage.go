@@ -66,31 +66,6 @@ Exits 1 if anything is wrong.`,
 	return cmd
 }
 
-func (a *app) newBackupRmCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm [TARGET:]CHAIN@BACKUP",
-		Short: "Remove one backup; every other backup still restores",
-		Long: `Remove one backup from its chain. Every backup's manifest lists its whole
-volume, so no other backup depends on it, whatever runs at the same time
-(docs/FORMAT.md §7). Blocks no longer referenced stay in the target until
-'chainvolctl gc' removes them.`,
-		Example: "  chainvolctl backup rm demo/data@20261129T101500Z-3f9a0c17\n  chainvolctl gc --dry-run",
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			ctx := cmd.Context()
-			repo, m, err := a.resolveRef(ctx, argv[0])
-			if err != nil {
-				return err
-			}
-			if err := repo.DeleteBackup(ctx, m.Chain, m.ID); err != nil {
-				return explain(wrapOp(fmt.Sprintf("remove %s@%s", m.Chain, m.ID), err))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s@%s; run 'chainvolctl gc' to free its blocks\n", m.Chain, m.ID)
-			return nil
-		}),
-	}
-}
-
 // gcResult is the outcome of "gc"; JSON names are stable.
 type gcResult struct {
 	DryRun        bool  `json:"dryRun"`

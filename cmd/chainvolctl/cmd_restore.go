@@ -45,15 +45,21 @@ func (a *app) newRestoreCmd() *cobra.Command {
 		Short: "Restore a backup onto a disk image file or block device",
 		Long: `Restore a backup with the driver's engine, without Kubernetes: bare-metal
 recovery onto a disk, or a disk image to move elsewhere. A missing FILE is
-created sparse with the backup's size; an existing file or a device is only
+written as FILE.partial (sparse, the backup's size) and renamed to FILE
+only once the restore is complete and synced, so FILE never holds part of
+a backup; an existing file or a device is only
 overwritten with --force. A device that is mounted, held (device-mapper, md,
 LVM) or open exclusively elsewhere, or a file attached to a loop device, is
 refused even with --force; a device is opened exclusively (O_EXCL) for the
 whole restore. Every block and the whole volume digest are checked.
 
 The restore is resumable: progress is kept in a checkpoint file (default
-FILE.chainvol-checkpoint, or STATE_DIR/checkpoints/NAME.checkpoint for a
-device); run the same command again after an interruption and it continues.
+FILE.partial.chainvol-checkpoint for a new file, FILE.chainvol-checkpoint
+for an existing one, or STATE_DIR/checkpoints/NAME.checkpoint for a
+device); run the same command again after an interruption and it continues
+(onto FILE.partial for a new file). An interrupted restore onto an existing
+file or a device leaves it incomplete, and says so: do not use it until a
+rerun completes.
 A checkpoint applies only to the very file or disk it was written for (its
 device and inode numbers, birth time and size, or the disk behind the
 device), and every block it lists is read back and checked against its
@@ -80,31 +86,26 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 	if err != nil {
 		return err
 	}
-	ckpt := f.checkpoint
-	if ckpt == "" {
-		ckpt = a.defaultCheckpoint(f.to)
-	}
-	if err := checkOverwrite(f.to, ckpt, f.force); err != nil {
+	plan := a.planRestore(f)
+	if err := plan.checkOverwrite(f.force); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(ckpt), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(plan.ckpt), 0o750); err != nil {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
 	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval)
-	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: f.to,
-		Workers: f.workers, Checkpoint: ckpt, Progress: p.update})
+	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: plan.write,
+		Workers: f.workers, Checkpoint: plan.ckpt, Progress: p.update})
 	p.finish()
+	op := fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to)
 	if errors.Is(err, s3chain.ErrDestinationBusy) {
-		return wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err) // nothing written: nothing to resume
+		return wrapOp(op, err) // nothing written: nothing to resume
 	}
 	if err != nil {
-		op := wrapOp(fmt.Sprintf("restore %s@%s onto %s", m.Chain, m.ID, f.to), err)
-		if errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled) {
-			// Only an interruption is worth running again: the checkpoint
-			// then skips what was written.
-			op = fmt.Errorf("%w (checkpoint %s; run again to resume)", op, ckpt)
-		}
-		return a.explainCorrupt(ctx, repo, m, op)
+		return a.explainCorrupt(ctx, repo, m, restoreFailed(plan, op, st, err))
+	}
+	if err := plan.complete(); err != nil {
+		return err
 	}
 	res := restoreResult{Chain: m.Chain, ID: m.ID, To: f.to, SizeBytes: m.SizeBytes, FSType: m.FSType,
 		FetchedBlocks: st.FetchedBlocks, SkippedBlocks: st.SkippedBlocks, ZeroBlocks: st.ZeroBlocks,
@@ -114,6 +115,19 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 			m.Chain, m.ID, f.to, bytesStr(m.SizeBytes), orDash(m.FSType), st.FetchedBlocks, st.SkippedBlocks, st.ZeroBlocks, res.Duration)
 		return err
 	})
+}
+
+// restoreFailed is the error of a restore that failed after it opened its
+// destination, saying what it left there and whether a rerun resumes.
+func restoreFailed(plan restorePlan, op string, st s3chain.RestoreStats, err error) error {
+	// Only an interruption is worth running again: the checkpoint then
+	// skips what was written.
+	resumable := errors.Is(err, store.ErrTransient) || errors.Is(err, context.Canceled)
+	werr := wrapOp(op, err)
+	if note := plan.incomplete(resumable, st.WrittenBytes > 0 || st.SkippedBlocks > 0); note != "" {
+		werr = fmt.Errorf("%w (%s)", werr, note)
+	}
+	return werr
 }
 
 // defaultCheckpoint keeps a file's checkpoint beside it; a device's goes to
@@ -129,7 +143,8 @@ func (a *app) defaultCheckpoint(to string) string {
 // --force, unless the checkpoint was written for this very destination
 // (the resumption of an earlier restore onto it, not of one onto a file or
 // disk that was at this path before).
-func checkOverwrite(to, ckpt string, force bool) error {
+func (p restorePlan) checkOverwrite(force bool) error {
+	to, ckpt := p.write, p.ckpt
 	// What a restore refuses even with --force (a mounted or held device,
 	// a file behind a loop device, a directory) is said first, rather
 	// than advising --force and then refusing.
@@ -143,6 +158,9 @@ func checkOverwrite(to, ckpt string, force bool) error {
 	}
 	if s3chain.CheckpointFits(ckpt, to) {
 		return nil
+	}
+	if p.partial() {
+		return usagef("%s exists, but not from this restore (another backup, or its checkpoint %s is gone); remove it, or pass --force to overwrite it", to, ckpt)
 	}
 	return usagef("%s exists and would be overwritten; pass --force to restore onto it", to)
 }

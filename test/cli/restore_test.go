@@ -21,11 +21,12 @@ import (
 )
 
 // slowBlocks forwards S3 requests to a server and holds every GET of a
-// block object for delay, so that a restore lasts long enough to be
-// interrupted. The Host header passes unchanged (SigV4 stays valid).
+// block object for delay (every PUT for putDelay), so that a restore (a
+// backup) lasts long enough to be interrupted. The Host header passes unchanged (SigV4 stays valid).
 type slowBlocks struct {
-	addr  string
-	delay atomic.Int64 // nanoseconds
+	addr     string
+	delay    atomic.Int64 // nanoseconds
+	putDelay atomic.Int64 // nanoseconds, for PUTs of block objects (slow backups)
 }
 
 func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
@@ -41,6 +42,9 @@ func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blocks/") {
 			time.Sleep(time.Duration(p.delay.Load()))
+		}
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blocks/") {
+			time.Sleep(time.Duration(p.putDelay.Load()))
 		}
 		rp.ServeHTTP(w, r)
 	})}
@@ -78,8 +82,8 @@ func (e *restoreEnv) args(a ...string) []string { return append(append([]string{
 
 // interrupted starts "restore s3:lab/x@latest --to to" with slow block
 // GETs, sends it SIGINT once checkpoint exists, and wants exit code 1
-// with the checkpoint kept.
-func (e *restoreEnv) interrupted(t *testing.T, checkpoint string, to string, extra ...string) {
+// with the checkpoint kept; it returns the restore's stderr.
+func (e *restoreEnv) interrupted(t *testing.T, checkpoint string, to string, extra ...string) string {
 	t.Helper()
 	e.proxy.delay.Store(int64(400 * time.Millisecond))
 	defer e.proxy.delay.Store(0)
@@ -109,6 +113,7 @@ func (e *restoreEnv) interrupted(t *testing.T, checkpoint string, to string, ext
 	if _, err := os.Stat(checkpoint); err != nil {
 		t.Fatalf("the interrupted restore left no checkpoint: %v", err)
 	}
+	return stderr.String()
 }
 
 // restored runs the restore to the end and checks the bytes of to; it
@@ -132,13 +137,12 @@ func (e *restoreEnv) restored(t *testing.T, to string, extra ...string) int {
 func TestRestoreResumeOnlyOntoSameFile(t *testing.T) {
 	e := newRestoreEnv(t)
 	out := filepath.Join(e.dir, "out.img")
-	ckpt := out + ".chainvol-checkpoint"
-	e.interrupted(t, ckpt, out)
+	e.interrupted(t, out+".partial.chainvol-checkpoint", out) // a new file: written as out.img.partial
 	if n := e.restored(t, out); n == 0 {
 		t.Errorf("resume onto the same file skipped nothing")
 	}
 
-	e.interrupted(t, ckpt, out, "--force")
+	e.interrupted(t, out+".chainvol-checkpoint", out, "--force")
 	if err := os.Remove(out); err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +243,57 @@ func TestRestoreRefusesFirstWhatForceCannotFix(t *testing.T) {
 	msg = e.c.fails(1, e.args("restore", "s3:lab/x@latest", "--to", small, "--force")...)
 	if !strings.Contains(msg, "smaller") && !strings.Contains(msg, "needs") || strings.Contains(msg, "run again") {
 		t.Errorf("restore onto a too small file: %s", msg)
+	}
+}
+
+// TestRestoreNewFileIsPartialUntilComplete (issue 25 item 6.2): a restore
+// onto a new file interrupted with SIGINT leaves no file under the final
+// name, only NAME.partial and its checkpoint, and says so; the same
+// command run again resumes from them (skipping blocks) and renames the
+// complete, synced image to NAME. On main the interrupted restore left an
+// incomplete image under the final name.
+func TestRestoreNewFileIsPartialUntilComplete(t *testing.T) {
+	e := newRestoreEnv(t)
+	out := filepath.Join(e.dir, "new.img")
+	partial := out + ".partial"
+	ckpt := partial + ".chainvol-checkpoint"
+	msg := e.interrupted(t, ckpt, out)
+	t.Logf("interrupted: %s", msg)
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Fatalf("an interrupted restore left %s: %v", out, err)
+	}
+	if _, err := os.Stat(partial); err != nil {
+		t.Fatalf("an interrupted restore left no %s: %v", partial, err)
+	}
+	for _, s := range []string{out + " was not created", partial, "run the same command again to resume"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("interrupted restore: %q does not say %q", msg, s)
+		}
+	}
+	if n := e.restored(t, out); n == 0 {
+		t.Errorf("the rerun skipped nothing: it did not resume from %s", partial)
+	}
+	for _, p := range []string{partial, ckpt} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("a complete restore left %s: %v", p, err)
+		}
+	}
+}
+
+// TestRestoreInterruptedDeviceSaysIncomplete (issue 25 item 6.2): an
+// interrupted restore onto a device (which cannot be renamed) keeps its
+// checkpoint and says the device is incomplete.
+func TestRestoreInterruptedDeviceSaysIncomplete(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newRestoreEnv(t)
+	dev := attach(t, blank(t, filepath.Join(e.dir, "a.img")))
+	ckpt := filepath.Join(e.dir, "state", "checkpoints", filepath.Base(dev)+".checkpoint")
+	msg := e.interrupted(t, ckpt, dev, "--force")
+	t.Logf("interrupted: %s", msg)
+	if !strings.Contains(msg, dev+" is incomplete: do not use it") || !strings.Contains(msg, ckpt) {
+		t.Errorf("interrupted restore onto %s: %q; want it to say the device is incomplete and name %s", dev, msg, ckpt)
+	}
+	if n := e.restored(t, dev, "--force"); n == 0 {
+		t.Errorf("the rerun onto %s skipped nothing", dev)
 	}
 }
