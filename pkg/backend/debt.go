@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -19,9 +20,11 @@ import (
 // once when r is 1 (its other holder is outside the list: a file being
 // made in tmp/); ranges not shared count nothing. It reads the extent maps
 // with FIEMAP, without flushing: O(extents), no data read. A pool without
-// reflink has no debt. The lvols named in except are left out, as if
-// deleted (their blocks freed, which XFS does in the background). Errors: the metadata's, ctx's, a FIEMAP failure
-// (an lvol deleted meanwhile is skipped).
+// reflink has no debt. The lvols named in except count as deleted: a range
+// they share with one other lvol costs nothing more (they are read all the
+// same, since the others' extents stay flagged shared until XFS frees the
+// deleted blocks, in the background). Errors: the metadata's, ctx's, a
+// FIEMAP failure (an lvol deleted meanwhile is skipped).
 func (p *FilePool) CoWDebt(ctx context.Context, except ...string) (int64, error) {
 	if !p.reflink {
 		return 0, nil
@@ -30,21 +33,27 @@ func (p *FilePool) CoWDebt(ctx context.Context, except ...string) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	var all []physRange
+	var all []holder
 	for _, lv := range lvols {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		if slices.Contains(except, lv.ID) {
-			continue
-		}
-		r, err := fileShared(p.dataPath(lv.ID))
+		rs, err := fileShared(p.dataPath(lv.ID))
 		if err != nil {
 			return 0, err
 		}
-		all = append(all, r...)
+		gone := slices.Contains(except, lv.ID)
+		for _, r := range rs {
+			all = append(all, holder{r, gone})
+		}
 	}
 	return debtOf(all), nil
+}
+
+// holder is a shared device range of one lvol, gone if it counts as deleted.
+type holder struct {
+	physRange
+	gone bool
 }
 
 // fileShared returns the shared device ranges of the data file at path;
@@ -60,21 +69,30 @@ func fileShared(path string) ([]physRange, error) {
 	return sharedExtents(f)
 }
 
-// debtOf sums, over the device bytes the ranges cover, max(r-1, 1) for
-// bytes covered r times (see CoWDebt), sweeping the ranges' ends in order.
-func debtOf(rs []physRange) int64 {
-	type edge struct{ at, d int64 }
-	edges := make([]edge, 0, 2*len(rs))
-	for _, r := range rs {
-		edges = append(edges, edge{r.start, 1}, edge{r.end, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int { return int(max(-1, min(1, a.at-b.at))) })
-	var debt, depth, last int64
-	for _, e := range edges {
-		if depth > 0 {
-			debt += (e.at - last) * max(depth-1, 1)
+// debtOf sums, over the device bytes the ranges cover, what CoWDebt
+// counts for bytes held by n lvols that stay and g that go: n-1, or 1
+// when a single holder (n+g is 1) implies one outside the pool. It sweeps
+// the ranges' ends in order.
+func debtOf(hs []holder) int64 {
+	type edge struct{ at, n, g int64 }
+	edges := make([]edge, 0, 2*len(hs))
+	for _, h := range hs {
+		n, g := int64(1), int64(0)
+		if h.gone {
+			n, g = 0, 1
 		}
-		depth, last = depth+e.d, e.at
+		edges = append(edges, edge{h.start, n, g}, edge{h.end, -n, -g})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	var debt, n, g, last int64
+	for _, e := range edges {
+		switch {
+		case n+g == 1:
+			debt += (e.at - last) * n
+		case n > 1:
+			debt += (e.at - last) * (n - 1)
+		}
+		n, g, last = n+e.n, g+e.g, e.at
 	}
 	return debt
 }

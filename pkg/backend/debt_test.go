@@ -10,21 +10,27 @@ import (
 )
 
 // TestDebtOf: a range held r times counts r-1 times, once when held once
-// (its other holder is outside the pool's list), overlaps split.
+// (its other holder is outside the pool's list), overlaps split; holders
+// that go count as deleted.
 func TestDebtOf(t *testing.T) {
+	r := func(start, end int64) holder { return holder{physRange{start, end}, false} }
+	gone := func(start, end int64) holder { return holder{physRange{start, end}, true} }
 	for _, c := range []struct {
-		rs   []physRange
+		hs   []holder
 		want int64
 	}{
 		{nil, 0},
-		{[]physRange{{0, 10}}, 10},
-		{[]physRange{{0, 10}, {0, 10}}, 10},
-		{[]physRange{{0, 10}, {0, 10}, {0, 10}}, 20},
-		{[]physRange{{0, 10}, {5, 15}}, 5 + 5 + 5},
-		{[]physRange{{20, 30}, {0, 10}, {0, 10}}, 20},
+		{[]holder{r(0, 10)}, 10},
+		{[]holder{r(0, 10), r(0, 10)}, 10},
+		{[]holder{r(0, 10), r(0, 10), r(0, 10)}, 20},
+		{[]holder{r(0, 10), r(5, 15)}, 5 + 5 + 5},
+		{[]holder{r(20, 30), r(0, 10), r(0, 10)}, 20},
+		{[]holder{r(0, 10), gone(0, 10)}, 0},
+		{[]holder{r(0, 10), r(0, 10), gone(0, 10)}, 10},
+		{[]holder{gone(0, 10)}, 0},
 	} {
-		if got := debtOf(c.rs); got != c.want {
-			t.Errorf("debtOf(%v) = %d, want %d", c.rs, got, c.want)
+		if got := debtOf(c.hs); got != c.want {
+			t.Errorf("debtOf(%v) = %d, want %d", c.hs, got, c.want)
 		}
 	}
 }
