@@ -24,13 +24,15 @@ import (
 
 // Space watch periods: statfs (cheap) every spaceWatchEvery against the
 // debt and pending bytes last measured; a full measure (FIEMAP of every
-// lvol) every spaceMeasureEvery, when the statfs says the reserve may be
-// short, or when SpaceChanged is called. Rewrites of shared data lower the
-// available bytes and the debt alike, so a stale debt errs on the side of
-// measuring again; a new reflink copy raises the debt, hence SpaceChanged.
+// lvol) when that statfs says the reserve may be short, when SpaceChanged
+// is called, and every spaceMeasureEvery. Rewrites of shared data lower
+// the available bytes and the debt alike, and restores' writes their
+// pending bytes, so stale numbers err on the side of measuring again;
+// what raises them (a reflink copy, an admitted restore) calls
+// SpaceChanged.
 const (
 	spaceWatchEvery   = 100 * time.Millisecond
-	spaceMeasureEvery = 2 * time.Second
+	spaceMeasureEvery = 30 * time.Second
 )
 
 // BasesDroppedForSpace is the number of backup bases keepBudget deleted

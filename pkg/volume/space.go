@@ -141,6 +141,7 @@ func (m *Manager) Admit(ctx context.Context, o backend.CreateOptions, rec Record
 	}
 	rec.RestoreAllocBytes = need
 	o.Labels = rec.Encode()
+	defer m.SpaceChanged() // more pending bytes
 	return m.pool.Create(ctx, o)
 }
 
