@@ -84,7 +84,7 @@ func takeBase(t *testing.T, m *Manager, v backend.LVol, name string) backend.LVo
 	return b
 }
 
-// TestBaseDropppedBeforeENOSPC is issue 25's example: a volume's backup
+// TestBaseDroppedBeforeENOSPC is issue 25's example: a volume's backup
 // base diverges as the application rewrites its data while another volume
 // fills the pool. The base is dropped (and counted) before the reserve is
 // touched, so no write fails; Free counted the base's cost while it lived.
