@@ -98,6 +98,10 @@ type Pool interface {
 	Capacity(ctx context.Context) (Capacity, error)
 	// Reflink reports whether clones and snapshots are O(1) reflinks.
 	Reflink() bool
+	// CoWDebt returns the bytes that rewriting the lvols' shared extents
+	// could still allocate (0 without reflink), leaving out the lvols in
+	// except. Errors: the metadata's, ctx's, the filesystem's.
+	CoWDebt(ctx context.Context, except ...string) (int64, error)
 	// Close releases the metadata store.
 	Close() error
 }

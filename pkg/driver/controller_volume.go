@@ -57,10 +57,11 @@ func (d *controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.Va
 	}}, nil
 }
 
-// GetCapacity reports the pool's available bytes less the restore reserve
-// and what running restores will still write (what restore admission
-// accepts), or 0 for a topology that is not this node's (CSI spec
-// "GetCapacity").
+// GetCapacity reports the pool's available bytes less the restore reserve,
+// what running restores will still write and what rewriting the data that
+// snapshots, backup bases and clones share may still allocate (what
+// restore admission accepts: volume.Manager.Free), or 0 for a topology
+// that is not this node's (CSI spec "GetCapacity").
 func (d *controller) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if seg := req.GetAccessibleTopology().GetSegments(); len(seg) > 0 && seg[TopologyKey] != d.opts.NodeID {
 		return &csi.GetCapacityResponse{}, nil

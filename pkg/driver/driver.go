@@ -97,6 +97,7 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 // opts.ShutdownTimeout. It removes a stale socket file first. Errors: those
 // of the socket, and of serving when that fails before ctx ends.
 func (d *Driver) Run(ctx context.Context) error {
+	defer d.watchSpace()()
 	path := socketPath(d.opts.Endpoint)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("socket directory: %w", err)
@@ -128,6 +129,16 @@ func (d *Driver) Run(ctx context.Context) error {
 	}
 	d.shutdown(srv, served)
 	return nil
+}
+
+// watchSpace runs the pool's space watch (volume.Manager.WatchSpace: backup
+// bases dropped before the reserve is touched) and returns its stop, which
+// waits for it, so that it never outlives the pool.
+func (d *Driver) watchSpace() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.vols.WatchSpace(ctx); close(done) }()
+	return func() { cancel(); <-done }
 }
 
 // topology is this node's accessible topology segment.

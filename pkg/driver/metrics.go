@@ -88,7 +88,7 @@ func newMetrics() *metrics {
 func (d *Driver) MetricsHandler() http.Handler {
 	d.metrics.poolOnce.Do(func() {
 		d.metrics.registry.MustRegister(poolCollector{d.pool}, restoreCollector{d.vols},
-			chainCollector{pool: d.pool, def: d.targets.Default})
+			chainCollector{pool: d.pool, def: d.targets.Default}, basesDropped(d.vols))
 	})
 	return promhttp.HandlerFor(d.metrics.registry, promhttp.HandlerOpts{})
 }
@@ -118,6 +118,15 @@ func (m *metrics) backupStarted(target string) func(s3chain.BackupStats, error) 
 			m.backupBytes.WithLabelValues(target).Add(float64(st.UploadedBytes))
 		}
 	}
+}
+
+// basesDropped counts the backup bases the Manager dropped because the
+// pool could not pay for them (volume.Manager.BasesDroppedForSpace); the
+// reason label leaves room for other reasons.
+func basesDropped(vols *volume.Manager) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chainvol_backup_bases_dropped_total",
+		Help:        "Backup bases (local snapshots kept for the next incremental backup) dropped, by reason.",
+		ConstLabels: prometheus.Labels{"reason": "space"}}, func() float64 { return float64(vols.BasesDroppedForSpace()) })
 }
 
 func result(err error) string {

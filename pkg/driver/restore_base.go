@@ -106,6 +106,7 @@ func (d *restorer) seedRestore(ctx context.Context, lv backend.LVol, ref target.
 		klog.InfoS("restore starts without a local base", "volume", lv.ID, "base", base.ID, "err", err)
 		return
 	}
+	d.vols.SpaceChanged() // the seed shares the base's blocks: more to pay when rewritten
 	p := d.vols.RestoreBasePath(lv.ID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 		err = im.WriteFile(p)

@@ -81,14 +81,17 @@ func newer(a, b backend.LVol) bool {
 	return a.ID > b.ID
 }
 
-func (m *Manager) deleteBase(s backend.LVol, why string) {
+// deleteBase deletes backup base s, logging why; it reports whether the
+// base is gone.
+func (m *Manager) deleteBase(s backend.LVol, why string) bool {
 	// Its image record first: a crash between leaves a base without one
 	// (read from the manifest), never a record without a snapshot
 	// (TestImageRecordsGoWithSnapshots).
 	_ = os.Remove(m.ImageRecordPath(s.ID))
 	if err := m.pool.Delete(context.Background(), s.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		klog.ErrorS(err, "delete backup base", "snapshot", s.ID)
-		return
+		return false
 	}
 	klog.InfoS("backup base deleted", "snapshot", s.ID, "backup", Of(s).BackupRef, "why", why)
+	return true
 }

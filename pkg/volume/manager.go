@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 )
@@ -38,6 +39,10 @@ type Manager struct {
 	admit sync.Mutex
 	// sweep serialises SweepBases.
 	sweep sync.Mutex
+	// droppedForSpace counts the bases keepBudget deleted; spaceKick
+	// wakes WatchSpace (SpaceChanged).
+	droppedForSpace atomic.Int64
+	spaceKick       chan struct{}
 	// backupNames and backupGroups record backup snapshot and group
 	// snapshot names (names.go).
 	backupNames, backupGroups *nameStore
@@ -66,6 +71,7 @@ type Config struct {
 // (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
 	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool},
+		spaceKick:    make(chan struct{}, 1),
 		backupNames:  &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")},
 		backupGroups: &nameStore{dir: filepath.Join(cfg.StateDir, "groups")}}
 	m.sweepState()
@@ -156,12 +162,14 @@ func (m *Manager) DropRestoreState(id string) {
 }
 
 // CreateSnapshot creates a snapshot lvol recording rec (o.Labels is
-// ignored) and indexes its backup reference. Errors: those of Pool.Create.
+// ignored), indexes its backup reference and tells the space watch that
+// the copy-on-write debt grew (SpaceChanged). Errors: those of Pool.Create.
 func (m *Manager) CreateSnapshot(ctx context.Context, o backend.CreateOptions, rec Record) (backend.LVol, error) {
 	o.Kind, o.Labels = backend.KindSnapshot, rec.Encode()
 	lv, err := m.pool.Create(ctx, o)
 	if err == nil {
 		m.refs.add(lv)
+		m.SpaceChanged()
 	}
 	return lv, err
 }

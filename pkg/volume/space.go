@@ -31,13 +31,20 @@ type room struct {
 	available int64 // statfs f_bavail of the pool's filesystem
 	reserve   int64 // Config.PoolReserveBytes or the default
 	pending   int64 // still to be allocated by the restores counted
+	debt      int64 // copy-on-write debt of reflink copies (backend.Pool.CoWDebt)
 }
 
 // free is what a new restore may still allocate: never negative.
-func (r room) free() int64 { return max(0, r.available-r.reserve-r.pending) }
+func (r room) free() int64 { return max(0, r.available-r.reserve-r.pending-r.debt) }
+
+// short is by how many bytes the restores' pending writes and the
+// rewrites of shared extents would take the pool below its reserve: > 0
+// when the pool cannot pay what it owes.
+func (r room) short() int64 { return r.reserve + r.pending + r.debt - r.available }
 
 func (r room) String() string {
-	return fmt.Sprintf("%d bytes available, less a reserve of %d and %d still to be written by running restores", r.available, r.reserve, r.pending)
+	return fmt.Sprintf("%d bytes available, less a reserve of %d, %d still to be written by running restores and %d that rewrites of shared (reflinked) data may allocate",
+		r.available, r.reserve, r.pending, r.debt)
 }
 
 // reserve is the free space restores leave in the pool, in bytes.
@@ -48,7 +55,9 @@ func (m *Manager) reserve(c backend.Capacity) int64 {
 	return min(c.TotalBytes*defaultReservePercent/100, maxDefaultReserve)
 }
 
-// poolRoom measures the pool against the restores running in it. With
+// poolRoom measures the pool against the restores running in it and the
+// copy-on-write debt of its reflink copies (snapshots, backup bases,
+// clones: docs/ARCHITECTURE.md "Space"). With
 // upTo set, only the restores created before it and itself count, oldest
 // first: the one guarding itself yields to older ones, never the reverse.
 func (m *Manager) poolRoom(ctx context.Context, upTo *backend.LVol) (room, error) {
@@ -60,7 +69,11 @@ func (m *Manager) poolRoom(ctx context.Context, upTo *backend.LVol) (room, error
 	if err != nil {
 		return room{}, err
 	}
-	r := room{available: c.AvailableBytes, reserve: m.reserve(c)}
+	debt, err := m.pool.CoWDebt(ctx)
+	if err != nil {
+		return room{}, err
+	}
+	r := room{available: c.AvailableBytes, reserve: m.reserve(c), debt: debt}
 	for _, lv := range restoring(vols) {
 		if upTo != nil && restoreOrder(lv, *upTo) > 0 {
 			break
@@ -110,7 +123,8 @@ func (m *Manager) pendingBytes(lv backend.LVol) int64 {
 
 // Admit creates the lvol of a restore that will allocate need
 // bytes, recording rec with need, when the pool can hold them above its
-// reserve with every running restore finished; otherwise it creates
+// reserve with every running restore finished and every shared extent
+// rewritten; otherwise it creates
 // nothing and returns backend.ErrNoSpace naming the numbers (the CSI
 // shell answers ResourceExhausted: the provisioner tries another node).
 // Other errors: those of Pool.Capacity, List and Create.
@@ -127,15 +141,22 @@ func (m *Manager) Admit(ctx context.Context, o backend.CreateOptions, rec Record
 	}
 	rec.RestoreAllocBytes = need
 	o.Labels = rec.Encode()
+	defer m.SpaceChanged() // more pending bytes
 	return m.pool.Create(ctx, o)
 }
 
 // checkRoom returns backend.ErrNoSpace when finishing the restore of lv,
 // after the older running restores, would take the pool below its reserve
 // (someone else's writes ate the space admitted for it).
+//
+// Backup bases are dropped first (keepBudget): a restore outranks them.
 func (m *Manager) checkRoom(ctx context.Context, lv backend.LVol) error {
 	r, err := m.poolRoom(ctx, &lv)
-	if err != nil || r.available-r.pending >= r.reserve {
+	if err == nil && r.short() > 0 {
+		_, _ = m.keepBudget(ctx)
+		r, err = m.poolRoom(ctx, &lv)
+	}
+	if err != nil || r.short() <= 0 {
 		return nil // a failed statfs says nothing about space
 	}
 	return fmt.Errorf("%w: the pool on node %s can no longer hold the rest of this restore above its reserve (%v); it was stopped and its volume removed",
@@ -161,8 +182,9 @@ func (m *Manager) guardRoom(ctx context.Context, lv backend.LVol, stop context.C
 }
 
 // Free is what a new restore may still allocate in the pool, in bytes:
-// available less the reserve and what running restores will still write
-// (what Admit accepts). Errors: those of the pool.
+// available less the reserve, what running restores will still write and
+// what rewriting the reflink copies' shared extents may allocate (what
+// Admit accepts). Errors: those of the pool.
 func (m *Manager) Free(ctx context.Context) (int64, error) {
 	r, err := m.poolRoom(ctx, nil)
 	return r.free(), err
