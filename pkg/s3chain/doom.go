@@ -33,9 +33,9 @@ type doomBody struct {
 }
 
 // writeDooms stores doom records for keys (in records of at most
-// maxDoomKeys) and returns their keys. A failed write may still have
-// landed: the caller must then not delete anything nor remove the records
-// it knows of, which is always safe.
+// maxDoomKeys) and returns their keys, also that of a write that failed
+// (it may have landed): the caller then sends no delete, so it may remove
+// them.
 func (r *Repo) writeDooms(ctx context.Context, chain string, keys []string) ([]string, error) {
 	var out []string
 	for len(keys) > 0 {

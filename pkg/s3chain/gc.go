@@ -119,7 +119,8 @@ func (r *Repo) condemn(ctx context.Context, chain string, cands []store.ObjectIn
 	}
 	records, err := r.writeDooms(ctx, chain, keys)
 	if err != nil {
-		return err // a record may have landed: it stays, which is safe
+		r.dropDooms(ctx, records) // no delete was sent: what landed may go
+		return err
 	}
 	live, err := r.referenced(ctx, chain)
 	if err != nil {
