@@ -100,7 +100,7 @@ func (r rmResult) text(w io.Writer) error {
 	}
 	var err error
 	if p.EmptiesChain {
-		_, err = fmt.Fprintf(w, "it is the last backup of chain %s: gc then removes the chain\n", b.Chain)
+		_, err = fmt.Fprintf(w, "it is the last backup of chain %s: the chain then stays, with no backups (a new source may then use it)\n", b.Chain)
 	}
 	return err
 }

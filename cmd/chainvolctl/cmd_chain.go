@@ -37,6 +37,8 @@ type chainRow struct {
 	BlockSize    int64  `json:"blockSize,omitempty"`
 	FSType       string `json:"fsType,omitempty"`
 	SourceVolume string `json:"sourceVolume,omitempty"`
+	// Owner is the source the chain is the history of (docs/FORMAT.md §3.3).
+	Owner string `json:"owner,omitempty"`
 	// Unreadable says why the chain's backups were not read (another key).
 	Unreadable string `json:"unreadable,omitempty"`
 }
@@ -81,6 +83,9 @@ backups. It reads every manifest, so it takes a moment on a large target.`,
 					return explain(wrapOp("list backups of chain "+n, err))
 				}
 				r := chainRow{Name: n, Backups: len(ms)}
+				if r.Owner, err = repo.Owner(ctx, n); err != nil {
+					return explain(wrapOp("read the owner of chain "+n, err))
+				}
 				for _, m := range ms {
 					r.StoredBytes += m.StoredBytes
 				}

@@ -49,6 +49,10 @@ and the previous owner's are refused.`,
 			}
 			res := takeOverResult{Chain: chain, Owner: owner, Previous: prev}
 			return a.emit(cmd, res, func(w io.Writer) error {
+				if prev == owner {
+					_, err := fmt.Fprintf(w, "chain %s already belongs to %s: nothing changed\n", chain, owner)
+					return err
+				}
 				_, err := fmt.Fprintf(w, "chain %s now belongs to %s (before: %s)\n", chain, owner, orDash(prev))
 				return err
 			})

@@ -63,9 +63,9 @@ func (r *Repo) chainOwner(ctx context.Context, cfg *chainConfig) (string, int, e
 	return rec.Owner, seq, nil
 }
 
-// checkOwner makes sure the backup o may write chain cfg: an unowned chain
-// is claimed for o.Owner; another owner's chain is ErrChainOwned unless
-// o.TakeOver, which records o.Owner as its new owner. A chain without
+// checkOwner makes sure the backup o may write chain cfg: an unowned chain,
+// or one without backups, is claimed for o.Owner; another owner's chain is
+// ErrChainOwned unless o.TakeOver, which records o.Owner as its new owner. A chain without
 // o.Owner is not checked.
 func (r *Repo) checkOwner(ctx context.Context, cfg *chainConfig, o *BackupOptions) error {
 	if o.Owner == "" {
@@ -77,7 +77,15 @@ func (r *Repo) checkOwner(ctx context.Context, cfg *chainConfig, o *BackupOption
 			return err
 		}
 		if owner != "" && !o.TakeOver {
-			return errOwned(cfg.Chain, owner, o.Owner)
+			// A chain whose backups were all deleted holds no history
+			// to mix with: a new source may take it over.
+			ids, marked, err := r.backupIDs(ctx, cfg.Chain)
+			if err != nil {
+				return err
+			}
+			if len(ids) > 0 || len(marked) > 0 {
+				return errOwned(cfg.Chain, owner, o.Owner)
+			}
 		}
 		err = r.recordOwner(ctx, cfg.Chain, seq+1, o.Owner, owner)
 		if !errors.Is(err, store.ErrObjectExists) {

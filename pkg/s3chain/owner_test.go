@@ -119,3 +119,25 @@ func TestChainOwnerClaimRace(t *testing.T) {
 		t.Fatalf("%d owners won the claim of an unowned chain, want 1 (%v)", won, errs)
 	}
 }
+
+// TestChainOwnerEmptiedChain: once every backup of a chain was deleted,
+// another source may use its name (there is no history to mix with).
+func TestChainOwnerEmptiedChain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRepo(t, storetest.NewMem(), nil)
+	v := newTestVolume(t, dir, 4*doomBS, doomBS, 15)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "lab/reuse", Source: v.path, BlockSize: doomBS, Owner: "host/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteBackup(ctx, "lab/reuse", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "lab/reuse", Source: v.path, Owner: "host/b"}); err != nil {
+		t.Fatalf("backup of a new source into an emptied chain: %v", err)
+	}
+	if owner, _ := r.Owner(ctx, "lab/reuse"); owner != "host/b" {
+		t.Fatalf("owner %q, want host/b", owner)
+	}
+}

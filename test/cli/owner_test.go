@@ -45,4 +45,10 @@ func TestChainOwner(t *testing.T) {
 		t.Fatal("chain take-over said nothing")
 	}
 	c.ok(cmd("backup", "create", "--from", a, "--chain", "lab/vm1")...)
+	if out := c.ok(cmd("chain", "take-over", "lab/vm1", "--from", a)...); !strings.Contains(out, "already belongs") {
+		t.Fatalf("take-over by the owner itself: %s", out)
+	}
+	if out := c.ok(cmd("chain", "ls", "-o", "json")...); !strings.Contains(out, `"owner": "host/`) {
+		t.Fatalf("chain ls -o json shows no owner: %s", out)
+	}
 }
