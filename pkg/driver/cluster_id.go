@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,39 +13,46 @@ import (
 
 // chainOwner is the owner the driver records on the chains it writes
 // (s3chain.BackupOptions.Owner): "cluster/" and the cluster's id, given
-// (-cluster-id) or read from the cluster; "" when neither is known (outside
-// a cluster), which records and checks no owner.
-func chainOwner(clusterID string) string {
+// (-cluster-id) or read from the cluster; "" outside a cluster, which
+// records and checks no owner. In a cluster whose id cannot be read the
+// driver does not start: running on without an owner would silently stop
+// refusing another cluster's writes. Errors: the API server's, named.
+func chainOwner(clusterID string) (string, error) {
 	if clusterID == "" {
-		clusterID = clusterUID()
-	}
-	if clusterID == "" {
-		klog.InfoS("no cluster id (-cluster-id, or the kube-system namespace's UID in a cluster): chains record no owner, so another cluster's driver on the same target is not refused")
-		return ""
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			klog.InfoS("not in a cluster and no -cluster-id: chains record no owner, so another cluster's driver on the same target is not refused")
+			return "", nil
+		}
+		if clusterID, err = clusterUID(cfg); err != nil {
+			return "", err
+		}
 	}
 	klog.InfoS("chains are recorded as owned by this cluster", "owner", "cluster/"+clusterID)
-	return "cluster/" + clusterID
+	return "cluster/" + clusterID, nil
 }
 
 // clusterUID is the UID of the kube-system namespace, the customary stable
-// id of a cluster (it lives as long as the cluster), or "" outside a
-// cluster or when it cannot be read within a few seconds.
-func clusterUID() string {
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return ""
-	}
+// id of a cluster (it lives as long as the cluster), read with a few
+// retries. Errors: the last read's, with the fix.
+func clusterUID(cfg *rest.Config) (string, error) {
 	client, err := corev1client.NewForConfig(cfg)
 	if err != nil {
-		klog.ErrorS(err, "no cluster id")
-		return ""
+		return "", fmt.Errorf("cluster id: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ns, err := client.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
-	if err != nil {
-		klog.ErrorS(err, "no cluster id: reading the kube-system namespace failed (the chart's RBAC grants get on it); set -cluster-id")
-		return ""
+	wait := time.Second
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ns, err := client.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		cancel()
+		if err == nil {
+			return string(ns.UID), nil
+		}
+		if try == 4 {
+			return "", fmt.Errorf("cluster id: reading the kube-system namespace failed (%w); the chart's RBAC grants get on it, or set -cluster-id", err)
+		}
+		klog.ErrorS(err, "reading the cluster id, trying again", "in", wait)
+		time.Sleep(wait)
+		wait *= 2
 	}
-	return string(ns.UID)
 }

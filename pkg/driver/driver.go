@@ -73,9 +73,13 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	if err != nil {
 		return nil, err
 	}
+	owner, err := chainOwner(opts.ClusterID)
+	if err != nil {
+		return nil, err
+	}
 	c := &core{
 		targets: targets,
-		vols: volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: chainOwner(opts.ClusterID),
+		vols: volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
 			PoolReserveBytes: opts.PoolReserveBytes}),
 		opts:    opts,
 		pool:    pool,

@@ -191,7 +191,8 @@ func (r *Repo) locateBlock(ctx context.Context, chain string, d digest, avoid ma
 // made of) what is missing or condemned. Only then may the backup be
 // reported ready. Errors: ErrBackupNotFound, ErrCorruptBlock (source no
 // longer holds the backup's bytes: the backup must be made again),
-// ErrChainBusy, store and I/O errors.
+// ErrChainOwned (the chain was taken over meanwhile), ErrChainBusy, store
+// and I/O errors.
 func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) error {
 	cfg, path, blocks, err := r.resolve(ctx, chain, id)
 	if err != nil {
@@ -205,5 +206,38 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	m := path[0]
 	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
 		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks}
-	return j.confirm(ctx, m)
+	if err := j.confirm(ctx, m); err != nil {
+		return err
+	}
+	// As after Backup's commit: a takeover that landed first wins.
+	if err := r.stillOwner(ctx, cfg, &BackupOptions{Owner: m.Owner}); err != nil {
+		r.retract(ctx, m)
+		return err
+	}
+	return nil
+}
+
+// maxBlockTries bounds getBlock's tries of the objects of one digest.
+const maxBlockTries = 8
+
+// getBlock reads digest d with get, starting from key first; an object
+// deleted meanwhile (a condemned key whose late delete landed: FORMAT.md
+// §7) sends it to another object of d, never one it tried already, so a
+// ready backup's object, which no delete reaches, is found in the end.
+// Errors: get's (store.ErrObjectNotFound when none is left), locateBlock's.
+func (r *Repo) getBlock(ctx context.Context, chain string, d digest, first string, get func(string) ([]byte, error)) (string, []byte, error) {
+	tried := map[string]bool{}
+	key := first
+	for {
+		obj, err := get(key)
+		if !errors.Is(err, store.ErrObjectNotFound) || len(tried) >= maxBlockTries {
+			return key, obj, err
+		}
+		tried[key] = true
+		next, lerr := r.locateBlock(ctx, chain, d, tried)
+		if lerr != nil {
+			return key, nil, err
+		}
+		key = next
+	}
 }

@@ -18,12 +18,14 @@ import (
 // delete lands, the writer's backup relies on another key.
 const kindDoom = "doom"
 
-// maxDoomKeys bounds one doom record (keys of at most ~110 bytes: about
-// 5.5 MiB); a gc condemning more writes several.
-const maxDoomKeys = 50_000
+// doomRecordBytes bounds the keys one doom record lists (their bytes, as
+// JSON); a gc condemning more writes several. Keys are up to ~380 bytes
+// (a 300-byte escaped chain name), so a record holds at least ~11,000.
+const doomRecordBytes = 4 << 20
 
-// maxDoomBytes bounds the read of one doom record (FORMAT.md §4.3).
-const maxDoomBytes = 8 << 20
+// maxDoomBytes bounds the read of one doom record (FORMAT.md §4.3): well
+// above what a writer makes, so a record is always readable.
+const maxDoomBytes = 16 << 20
 
 type doomBody struct {
 	FormatVersion int      `json:"formatVersion"`
@@ -33,13 +35,17 @@ type doomBody struct {
 }
 
 // writeDooms stores doom records for keys (in records of at most
-// maxDoomKeys) and returns their keys, also that of a write that failed
+// doomRecordBytes of keys) and returns their keys, also that of a write that failed
 // (it may have landed): the caller then sends no delete, so it may remove
 // them.
 func (r *Repo) writeDooms(ctx context.Context, chain string, keys []string) ([]string, error) {
 	var out []string
 	for len(keys) > 0 {
-		n := min(len(keys), maxDoomKeys)
+		n, size := 0, 0
+		for n < len(keys) && (n == 0 || size+len(keys[n])+3 <= doomRecordBytes) {
+			size += len(keys[n]) + 3 // quotes and comma
+			n++
+		}
 		key := pendingKey(chain, kindDoom+"-"+randomHex(8))
 		data, _ := json.Marshal(doomBody{FormatVersion, chain, kindDoom, keys[:n]})
 		out = append(out, key)

@@ -34,15 +34,23 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 	if o.MinAge < 0 {
 		o.MinAge = 0
 	}
+	var broken error // the first chain left alone for an unreadable manifest
 	for _, chain := range chains {
 		err := r.gcChain(ctx, chain, &o, &st)
-		if errors.Is(err, ErrWrongKey) && o.Chain == "" {
+		switch {
+		case errors.Is(err, ErrWrongKey) && o.Chain == "":
 			// Another key's chain (one target may hold several): not ours
 			// to judge, and no reason to leave the others uncollected.
 			st.OtherKeyChains++
 			continue
-		}
-		if err != nil {
+		case (errors.Is(err, ErrInvalidManifest) || errors.Is(err, ErrFormatVersion)) && o.Chain == "":
+			// Its references are unknown: left alone (FORMAT.md §7.2),
+			// the others still collected; the error is returned at the end.
+			if broken == nil {
+				broken = fmt.Errorf("gc chain %q: %w", chain, err)
+			}
+			continue
+		case err != nil:
 			return st, fmt.Errorf("gc chain %q: %w", chain, err)
 		}
 	}
@@ -50,9 +58,9 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 		return st, err
 	}
 	if o.Chain != "" || o.DryRun {
-		return st, nil
+		return st, broken
 	}
-	return st, r.dropOrphanLocks(ctx, chains)
+	return st, errors.Join(broken, r.dropOrphanLocks(ctx, chains))
 }
 
 // dropOrphanLocks deletes the locks, abandoned for more than a lease TTL,
@@ -122,16 +130,16 @@ func (r *Repo) condemn(ctx context.Context, chain string, cands []store.ObjectIn
 		r.dropDooms(ctx, records) // no delete was sent: what landed may go
 		return err
 	}
-	live, err := r.referenced(ctx, chain)
-	if err != nil {
-		return err
-	}
-	answered := true
+	answered := true // no delete sent yet: the records may go
 	defer func() {
 		if answered {
 			r.dropDooms(ctx, records)
 		}
 	}()
+	live, err := r.referenced(ctx, chain)
+	if err != nil {
+		return err
+	}
 	for _, oi := range cands {
 		if d, _ := parseBlockKey(chain, oi.Key); live[d] {
 			continue // referenced again (a backup committed meanwhile)

@@ -164,16 +164,9 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 // buf) and writes it at every offset that uses it.
 func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
 	first := f.indices[0]
-	key := j.keyOf(f.d)
-	obj, err := store.GetMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
-	if errors.Is(err, store.ErrObjectNotFound) {
-		// Deleted since the check (a condemned plain key whose backup
-		// stored a variant): look for another object once.
-		if k, lerr := j.r.locateBlock(ctx, j.cfg.Chain, f.d, map[string]bool{key: true}); lerr == nil {
-			key = k
-			obj, err = store.GetMaxInto(ctx, j.r.store, key, j.cfg.maxBlockObject(), objBuf)
-		}
-	}
+	key, obj, err := j.r.getBlock(ctx, j.cfg.Chain, f.d, j.keyOf(f.d), func(k string) ([]byte, error) {
+		return store.GetMaxInto(ctx, j.r.store, k, j.cfg.maxBlockObject(), objBuf)
+	})
 	if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
 		return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, first, key, err)
 	}

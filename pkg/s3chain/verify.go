@@ -38,7 +38,10 @@ func (r *Repo) Verify(ctx context.Context, chain, backupID string, deep bool) er
 			key, err := r.locateBlock(ctx, chain, d, nil)
 			if err == nil && deep {
 				var obj []byte
-				if obj, err = r.store.GetMax(ctx, key, cfg.maxBlockObject()); err == nil {
+				key, obj, err = r.getBlock(ctx, chain, d, key, func(k string) ([]byte, error) {
+					return r.store.GetMax(ctx, k, cfg.maxBlockObject())
+				})
+				if err == nil {
 					if _, cerr := cfg.checkBlock(obj, d, tip.blockLen(i), nil); cerr != nil {
 						return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, i, key, cerr)
 					}
