@@ -161,8 +161,14 @@ func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions
 // (exit 2): a source that does not exist, a bad id or block size. Counts and
 // durations are checked for every command by checkFlagValues.
 func (f createFlags) check() error {
-	if _, err := os.Stat(f.from); err != nil {
+	fi, err := os.Stat(f.from)
+	switch {
+	case err != nil:
 		return usagef("--from: %v", err)
+	case fi.Mode()&os.ModeCharDevice != 0 || fi.IsDir():
+		return usagef("--from %s is not a disk image file or a block device", f.from)
+	case fi.Mode().IsRegular() && fi.Size() == 0:
+		return usagef("--from %s is empty: nothing to back up", f.from)
 	}
 	if f.freeze && f.allowLive {
 		return usagef("--freeze and --allow-live exclude each other: --freeze makes a clean copy, --allow-live a torn one")

@@ -160,7 +160,8 @@ func (r *Repo) backupChain(ctx context.Context, chain string, requested, size in
 		return nil, err
 	}
 	if requested != 0 && requested != cfg.BlockSize {
-		return nil, fmt.Errorf("%w: block size %d bytes differs from chain %q's %d", ErrInvalidOptions, requested, chain, cfg.BlockSize)
+		return nil, fmt.Errorf("%w: block size %d bytes differs from chain %q's %d, fixed by its first backup: ask for none (or %d), or use a new chain",
+			ErrInvalidOptions, requested, chain, cfg.BlockSize, cfg.BlockSize)
 	}
 	return cfg, checkFits(chain, size, cfg.BlockSize)
 }
