@@ -64,8 +64,9 @@ func (r *Repo) GC(ctx context.Context, o GCOptions) (GCStats, error) {
 }
 
 // dropOrphanLocks deletes the locks, abandoned for more than a lease TTL,
-// of chains that have no config any more (a gc dropped the emptied chain;
-// a holder killed then could not delete its lock).
+// of chains that have no config (a format-2 gc dropped the emptied chain,
+// or a holder was killed before its config was created); doom records
+// stay (FORMAT.md §7.1).
 func (r *Repo) dropOrphanLocks(ctx context.Context, chains []string) error {
 	known := map[string]bool{}
 	for _, c := range chains {

@@ -65,35 +65,46 @@ func (r *Repo) chainOwner(ctx context.Context, cfg *chainConfig) (string, int, e
 
 // checkOwner makes sure the backup o may write chain cfg: an unowned chain,
 // or one without backups, is claimed for o.Owner; another owner's chain is
-// ErrChainOwned unless o.TakeOver, which records o.Owner as its new owner. A chain without
-// o.Owner is not checked.
+// ErrChainOwned unless o.TakeOver, which records o.Owner as its new owner.
+// A backup without o.Owner is not checked.
 func (r *Repo) checkOwner(ctx context.Context, cfg *chainConfig, o *BackupOptions) error {
 	if o.Owner == "" {
 		return nil
 	}
+	_, err := r.setOwner(ctx, cfg, o.Owner, func(prev string) error {
+		if prev == "" || o.TakeOver {
+			return nil
+		}
+		// A chain whose backups were all deleted holds no history to
+		// mix with: a new source may take it over.
+		ids, marked, err := r.backupIDs(ctx, cfg.Chain)
+		if err == nil && (len(ids) > 0 || len(marked) > 0) {
+			err = errOwned(cfg.Chain, prev, o.Owner)
+		}
+		return err
+	})
+	return err
+}
+
+// setOwner makes owner the owner of chain cfg unless it is already, after
+// allow approves the change from the previous owner ("" for none), and
+// returns that previous owner. Of racing changes exactly one record wins
+// (PutIfAbsent); the loser looks again.
+func (r *Repo) setOwner(ctx context.Context, cfg *chainConfig, owner string, allow func(prev string) error) (string, error) {
 	for range 3 {
-		owner, seq, err := r.chainOwner(ctx, cfg)
-		if err != nil || owner == o.Owner {
-			return err
+		prev, seq, err := r.chainOwner(ctx, cfg)
+		if err != nil || prev == owner {
+			return prev, err
 		}
-		if owner != "" && !o.TakeOver {
-			// A chain whose backups were all deleted holds no history
-			// to mix with: a new source may take it over.
-			ids, marked, err := r.backupIDs(ctx, cfg.Chain)
-			if err != nil {
-				return err
-			}
-			if len(ids) > 0 || len(marked) > 0 {
-				return errOwned(cfg.Chain, owner, o.Owner)
-			}
+		if err := allow(prev); err != nil {
+			return prev, err
 		}
-		err = r.recordOwner(ctx, cfg.Chain, seq+1, o.Owner, owner)
+		err = r.recordOwner(ctx, cfg.Chain, seq+1, owner, prev)
 		if !errors.Is(err, store.ErrObjectExists) {
-			return err
+			return prev, err
 		}
-		// Someone else claimed or took it over meanwhile: look again.
 	}
-	return fmt.Errorf("%w: the owner of chain %q keeps changing", ErrChainBusy, cfg.Chain)
+	return "", fmt.Errorf("%w: the owner of chain %q keeps changing", ErrChainBusy, cfg.Chain)
 }
 
 // recordOwner creates ownership record seq of chain naming owner.
@@ -139,17 +150,7 @@ func (r *Repo) TakeOver(ctx context.Context, chain, owner string) (string, error
 	if err != nil {
 		return "", err
 	}
-	for range 3 {
-		prev, seq, err := r.chainOwner(ctx, cfg)
-		if err != nil || prev == owner {
-			return prev, err
-		}
-		err = r.recordOwner(ctx, chain, seq+1, owner, prev)
-		if !errors.Is(err, store.ErrObjectExists) {
-			return prev, err
-		}
-	}
-	return "", fmt.Errorf("%w: the owner of chain %q keeps changing", ErrChainBusy, chain)
+	return r.setOwner(ctx, cfg, owner, func(string) error { return nil })
 }
 
 // Owner returns the owner of chain ("" if none recorded). Errors:
