@@ -140,3 +140,59 @@ func TestImageBaseInCleanClone(t *testing.T) {
 		t.Errorf("%s: %v, lists %q; want the rootfs debootstrap made", out, err, tar)
 	}
 }
+
+// gitIn runs git in dir and returns its trimmed output.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestOneVersionInCleanClone: in a fresh clone the version of hack/version.sh
+// is what make build links into the binaries, make image tags the image
+// with ("+" as "_") and labels it with, and make image stamps into the
+// overlays and the chart (hack/imagedeploy): 0.0.0-dev+COMMIT with no v*
+// tag, git describe's form after one, -dirty with local edits (issue 33).
+func TestOneVersionInCleanClone(t *testing.T) {
+	dir := cleanClone(t)
+	if tags := gitIn(t, dir, "tag", "-l"); tags != "" {
+		gitIn(t, dir, append([]string{"tag", "-d"}, strings.Fields(tags)...)...)
+	}
+	short := gitIn(t, dir, "rev-parse", "--short=7", "HEAD")
+	for _, c := range []struct {
+		setup func()
+		want  string
+	}{
+		{func() {}, "0.0.0-dev+" + short},
+		{func() { gitIn(t, dir, "tag", "v1.2.3") }, "v1.2.3"},
+		{func() {
+			if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("edited\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "v1.2.3-dirty"},
+	} {
+		c.setup()
+		out, err := exec.Command("bash", filepath.Join(dir, "hack/version.sh")).Output()
+		if v := strings.TrimSpace(string(out)); err != nil || v != c.want {
+			t.Errorf("hack/version.sh = %q, %v; want %q", v, err, c.want)
+			continue
+		}
+		tag := strings.ReplaceAll(c.want, "+", "_")
+		plan := makeDryRun(t, dir, "-B", "build", "image")
+		for _, w := range []string{
+			"pkg/version.tag=" + c.want + " ",                                            // make build: -version, GetPluginInfo, build_info
+			"-tag ghcr.io/chainvol/chainvol-csi:" + tag + " ",                            // the image
+			`-version "` + c.want + `"`,                                                  // its version label
+			"-image ghcr.io/chainvol/chainvol-csi:" + tag + ` -version "` + c.want + `"`, // overlays, chart
+		} {
+			if !strings.Contains(plan, w) {
+				t.Errorf("version %s: make -n build image lacks %q:\n%s", c.want, w, plan)
+			}
+		}
+	}
+}
