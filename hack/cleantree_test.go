@@ -13,31 +13,22 @@ import (
 // repository into an empty directory, at a commit holding the working
 // tree's tracked files (`git stash create`, so uncommitted edits are
 // tested too; HEAD when there are none). No bin/, no build outputs, no
-// tags beyond the repository's. Fast: --shared borrows the objects.
+// tags beyond the repository's. Fast: --shared borrows the objects. New
+// files count once git knows them (git add): stash create skips untracked.
 func cleanClone(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	rev := git(root, "stash", "create")
+	rev := gitIn(t, root, "stash", "create")
 	if rev == "" {
 		rev = "HEAD"
 	}
-	rev = git(root, "rev-parse", rev)
+	rev = gitIn(t, root, "rev-parse", rev)
 	dir := filepath.Join(t.TempDir(), "clone")
-	git(root, "clone", "-q", "--shared", "--no-checkout", root, dir)
-	git(dir, "checkout", "-q", "--detach", rev)
+	gitIn(t, root, "clone", "-q", "--shared", "--no-checkout", root, dir)
+	gitIn(t, dir, "checkout", "-q", "--detach", rev)
 	if _, err := os.Stat(filepath.Join(dir, "bin")); !os.IsNotExist(err) {
 		t.Fatalf("the clone has a bin/ (%v); the test needs a clean tree", err)
 	}
