@@ -112,6 +112,35 @@ func TestWrite(t *testing.T) {
 		t.Errorf("install.txt: %v, %q", err, b)
 	}
 	checkChart(t, chart)
+	checkDocs(t, want)
+}
+
+// checkDocs: docs/deploy.md shows make image's lines for every overlay and
+// the chart, and README.md's install section the base overlay, so the docs
+// name what make image writes.
+func checkDocs(t *testing.T, overlays []string) {
+	t.Helper()
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	deploy, readme := read("../../docs/deploy.md"), read("../../README.md")
+	for _, d := range overlays {
+		if !strings.Contains(deploy, "kubectl apply -k bin/image/deploy/"+d+"\n") {
+			t.Errorf("docs/deploy.md does not show kubectl apply -k bin/image/deploy/%s", d)
+		}
+	}
+	for _, w := range []string{"helm install chainvol bin/image/chart/chainvol -n chainvol-system", "ctr -n k8s.io images import "} {
+		if !strings.Contains(deploy, w) {
+			t.Errorf("docs/deploy.md does not show %q", w)
+		}
+	}
+	if !strings.Contains(readme, "kubectl apply -k bin/image/deploy/base") {
+		t.Error("README.md's install section does not apply bin/image/deploy/base")
+	}
 }
 
 // checkChart renders the stamped chart as helm would and checks its
