@@ -120,6 +120,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{map[string]any{"driver": map[string]any{"extraArgs": []any{"gc-delay=2s"}}}, []string{"/driver/extraArgs/0"}},
 		{map[string]any{"driver": map[string]any{"resources": map[string]any{"request": map[string]any{}}}}, []string{"/driver/resources", "'request'"}},
 		{map[string]any{"logLevel": "high"}, []string{"/logLevel"}},
+		{map[string]any{"driver": map[string]any{"extraEnv": []any{map[string]any{"name": "AWS_REGION", "vaule": "x"}}}}, []string{"/driver/extraEnv/0", "'vaule'"}},
+		{map[string]any{"sidecars": map[string]any{"extraEnv": []any{map[string]any{"value": "6443"}}}}, []string{"/sidecars/extraEnv/0", "name"}},
 		{map[string]any{"poolDir": "var/lib/chainvol/pool"}, []string{"/poolDir"}},
 		{map[string]any{"metrics": map[string]any{"podMonitor": map[string]any{"enable": true}}}, []string{"/metrics/podMonitor", "'enable'"}},
 		{map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"backupMaxAge": "1d"}}}, []string{"/metrics/prometheusRule/backupMaxAge"}},
