@@ -85,7 +85,7 @@ write, read back and delete a small probe object under chainvolctl-check/
 (writable), and create one twice with a conditional write (If-None-Match: *)
 to report whether the target supports conditional writes (chainvol needs them
 to create a chain's first backup). Exits 1 if any target fails.`,
-		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bk?endpoint=h:9000&region=r' target check off",
+		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bkt?endpoint=h:9000&region=r' target check off",
 		RunE: a.run(func(cmd *cobra.Command, names []string) error {
 			set, err := a.targetSet()
 			if err != nil {

@@ -48,6 +48,34 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 // parameter, missing directory or bucket), ErrAccessDenied (creds refused
 // by the bucket check), ErrTransient (server unreachable after retries).
 func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if t.s3 == nil {
+		return newFileStore(t.dir)
+	}
+	return openS3(ctx, *t.s3, creds)
+}
+
+// CheckURL reports whether rawURL is a target URL Open accepts, without
+// opening it: no I/O, so a directory that does not exist yet or a bucket
+// out of reach passes. The driver and chainvolctl call it at start so that
+// a malformed -backup-target stops them there, not at the first backup.
+// Errors: ErrBadTarget, as Open's (they never repeat the URL).
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+// targetURL is a parsed target URL: a directory, or an S3 target.
+type targetURL struct {
+	dir string
+	s3  *s3Target
+}
+
+// parseURL checks rawURL's syntax for Open and CheckURL.
+func parseURL(rawURL string) (targetURL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// *url.Error repeats the whole URL, which might hold a secret.
@@ -55,29 +83,23 @@ func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
 	}
 	if u.Opaque != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
 	}
 	switch u.Scheme {
 	case "file":
 		dir, err := parseFileURL(u)
-		if err != nil {
-			return nil, err
-		}
-		return newFileStore(dir)
+		return targetURL{dir: dir}, err
 	case "s3":
 		t, err := parseS3URL(u)
-		if err != nil {
-			return nil, err
-		}
-		return openS3(ctx, t, creds)
+		return targetURL{s3: &t}, err
 	}
-	return nil, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
+	return targetURL{}, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
 }
 
 func parseFileURL(u *url.URL) (string, error) {
