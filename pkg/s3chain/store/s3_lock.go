@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/minio/minio-go/v7"
+)
+
+var _ Locker = (*s3Store)(nil)
+
+// putOptions are the options of every PutObject: the retention of ctx
+// (WithRetention), if any, as x-amz-object-lock-mode and
+// -retain-until-date, with a Content-MD5, which S3 requires of a PUT that
+// carries Object Lock headers (S3 API Reference, PutObject).
+func putOptions(ctx context.Context) minio.PutObjectOptions {
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	if r := RetentionOf(ctx); r.Mode != "" {
+		opts.Mode = minio.RetentionMode(r.Mode)
+		opts.RetainUntilDate = r.Until.UTC()
+		opts.SendContentMd5 = true
+	}
+	return opts
+}
+
+// LockPolicy is the lock= and retain= of the target URL.
+func (s *s3Store) LockPolicy() LockPolicy { return s.lock }
+
+// BucketLock is GetObjectLockConfiguration; S3's
+// ObjectLockConfigurationNotFoundError means a bucket without Object Lock.
+func (s *s3Store) BucketLock(ctx context.Context) (BucketLock, error) {
+	enabled, mode, validity, unit, err := s.client.GetObjectLockConfig(ctx, s.bucket)
+	if resp := (minio.ErrorResponse{}); errors.As(err, &resp) && resp.Code == "ObjectLockConfigurationNotFoundError" {
+		return BucketLock{}, nil
+	}
+	if err != nil {
+		return BucketLock{}, translateError("get object lock configuration of", s.bucket, err)
+	}
+	bl := BucketLock{Enabled: enabled == "Enabled"}
+	if mode != nil && *mode != "" && validity != nil {
+		bl.DefaultMode, bl.DefaultDays = LockMode(*mode), int(*validity)
+		if unit != nil && *unit == minio.Years {
+			bl.DefaultDays *= 365
+		}
+	}
+	return bl, nil
+}
+
+// Retention is GetObjectRetention; S3's NoSuchObjectLockConfiguration
+// (an object without retention, or a bucket without Object Lock) is none.
+func (s *s3Store) Retention(ctx context.Context, key string) (Retention, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return Retention{}, err
+	}
+	mode, until, err := s.client.GetObjectRetention(ctx, s.bucket, s.prefix+key, "")
+	if noRetention(err) {
+		return Retention{}, nil
+	}
+	if err != nil {
+		return Retention{}, translateError("get retention", key, err)
+	}
+	r := Retention{}
+	if mode != nil && until != nil {
+		r = Retention{Mode: LockMode(*mode), Until: until.UTC()}
+	}
+	return r, nil
+}
+
+// noRetention reports the answers that mean "no retention": AWS
+// NoSuchObjectLockConfiguration, and versitygw's
+// InvalidRequest/ObjectLockConfigurationNotFound on a bucket without
+// Object Lock.
+func noRetention(err error) bool {
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		return false
+	}
+	switch resp.Code {
+	case "NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError", "InvalidRequest":
+		return true
+	}
+	return false
+}
+
+// Retain sends PutObjectRetention; S3 refuses to shorten a retention
+// (403), so a refusal is checked against the current retention: one that
+// already holds until r.Until or later is success.
+func (s *s3Store) Retain(ctx context.Context, key string, r Retention) error {
+	if err := checkKey(ctx, key); err != nil {
+		return err
+	}
+	mode, until := minio.RetentionMode(r.Mode), r.Until.UTC()
+	err := translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key,
+		minio.PutObjectRetentionOptions{Mode: &mode, RetainUntilDate: &until}))
+	if !errors.Is(err, ErrAccessDenied) {
+		return err
+	}
+	cur, cerr := s.Retention(ctx, key)
+	if cerr != nil {
+		return err
+	}
+	if cur.Covers(r) {
+		return nil
+	}
+	return fmt.Errorf("%w (it holds %s until %s)", ErrObjectLocked, cur.Mode, cur.Until.Format("2006-01-02T15:04:05Z"))
+}
