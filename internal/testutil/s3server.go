@@ -36,6 +36,9 @@ type S3Server struct {
 	Bucket string
 	// Dir is the posix backend's root directory; Bucket is Dir/Bucket.
 	Dir string
+	// ObjectLock: Bucket was created with Object Lock enabled
+	// (StartS3ObjectLock).
+	ObjectLock bool
 }
 
 // URL returns the s3:// target URL for store.Open naming Bucket and
@@ -85,21 +88,33 @@ func versitygwPath() string {
 // Without the binary the test is skipped, or fails under CI=true.
 func StartS3(t testing.TB) S3Server {
 	t.Helper()
-	return startS3(t, nil)
+	return startS3(t, nil, false)
 }
 
-// startS3 is StartS3, over HTTPS when tls is not nil.
-func startS3(t testing.TB, tls *s3TLS) S3Server {
+// StartS3ObjectLock is StartS3 with a bucket created with S3 Object Lock
+// enabled (x-amz-bucket-object-lock-enabled, no default retention). The
+// gateway runs without a versioning directory, so a locked object's
+// delete or overwrite is refused outright, as a versioned S3 bucket
+// refuses a DELETE naming a version.
+func StartS3ObjectLock(t testing.TB) S3Server {
+	t.Helper()
+	return startS3(t, nil, true)
+}
+
+// startS3 is StartS3, over HTTPS when tls is not nil, with an Object Lock
+// bucket when lock.
+func startS3(t testing.TB, tls *s3TLS, lock bool) S3Server {
 	t.Helper()
 	bin := versitygwPath()
 	if bin == "" {
 		SkipOrFail(t, "bin/versitygw not found at the repository root: run make deps")
 	}
 	s := S3Server{
-		AccessKey: "AK" + randHex(t, 9),
-		SecretKey: randHex(t, 20),
-		Bucket:    "chainvol-" + randHex(t, 4),
-		Dir:       t.TempDir(),
+		AccessKey:  "AK" + randHex(t, 9),
+		SecretKey:  randHex(t, 20),
+		Bucket:     "chainvol-" + randHex(t, 4),
+		Dir:        t.TempDir(),
+		ObjectLock: lock,
 	}
 	// A port picked by the kernel can be taken before versitygw binds it;
 	// try a few.
@@ -184,7 +199,7 @@ func (s S3Server) makeBucket(transport http.RoundTripper) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1"})
+	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1", ObjectLocking: s.ObjectLock})
 }
 
 func freePort() (int, error) {

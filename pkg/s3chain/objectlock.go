@@ -16,7 +16,7 @@ import (
 // store's clock, as the lease estimates it) gc waits before condemning
 // it, so that a store clock a little behind ours does not refuse the
 // delete: a refused delete would keep its doom record for good (§7.1).
-const lockMargin = 5 * time.Minute
+var lockMargin = 5 * time.Minute
 
 // objectLock is a Repo's view of S3 Object Lock (FORMAT.md §7.4).
 type objectLock struct {

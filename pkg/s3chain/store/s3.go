@@ -95,7 +95,8 @@ func (s *s3Store) PutIfAbsent(ctx context.Context, key string, data []byte) erro
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	if err := s.cond.check(ctx, s.putIfNoneMatch, s.deleteObject); err != nil {
+	// The probe object carries no retention, so that it can be deleted.
+	if err := s.cond.check(WithRetention(ctx, Retention{}), s.putIfNoneMatch, s.deleteObject); err != nil {
 		return fmt.Errorf("s3 put-if-absent %q: %w", key, err)
 	}
 	return s.putIfNoneMatch(ctx, key, data)

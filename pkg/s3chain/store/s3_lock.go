@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -47,40 +49,28 @@ func (s *s3Store) BucketLock(ctx context.Context) (BucketLock, error) {
 	return bl, nil
 }
 
-// Retention is GetObjectRetention; S3's NoSuchObjectLockConfiguration
-// (an object without retention, or a bucket without Object Lock) is none.
+// Retention reads the x-amz-object-lock-mode and -retain-until-date
+// headers of a HEAD of the object (S3 API Reference, HeadObject: sent to
+// callers with s3:GetObjectRetention). GetObjectRetention is not used:
+// versitygw v1.8.0 answers it with an <ObjectLockRetention> document,
+// which minio-go refuses (it wants <Retention>, as AWS sends).
 func (s *s3Store) Retention(ctx context.Context, key string) (Retention, error) {
 	if err := checkKey(ctx, key); err != nil {
 		return Retention{}, err
 	}
-	mode, until, err := s.client.GetObjectRetention(ctx, s.bucket, s.prefix+key, "")
-	if noRetention(err) {
+	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
+	if err != nil {
+		return Retention{}, translateError("stat", key, err)
+	}
+	mode, until := info.Metadata.Get("X-Amz-Object-Lock-Mode"), info.Metadata.Get("X-Amz-Object-Lock-Retain-Until-Date")
+	if mode == "" || until == "" {
 		return Retention{}, nil
 	}
+	t, err := time.Parse(time.RFC3339, until)
 	if err != nil {
-		return Retention{}, translateError("get retention", key, err)
+		return Retention{}, fmt.Errorf("s3 stat %q: retain-until date %q: %w", key, until, err)
 	}
-	r := Retention{}
-	if mode != nil && until != nil {
-		r = Retention{Mode: LockMode(*mode), Until: until.UTC()}
-	}
-	return r, nil
-}
-
-// noRetention reports the answers that mean "no retention": AWS
-// NoSuchObjectLockConfiguration, and versitygw's
-// InvalidRequest/ObjectLockConfigurationNotFound on a bucket without
-// Object Lock.
-func noRetention(err error) bool {
-	var resp minio.ErrorResponse
-	if !errors.As(err, &resp) {
-		return false
-	}
-	switch resp.Code {
-	case "NoSuchObjectLockConfiguration", "ObjectLockConfigurationNotFoundError", "InvalidRequest":
-		return true
-	}
-	return false
+	return Retention{Mode: LockMode(strings.ToUpper(mode)), Until: t.UTC()}, nil
 }
 
 // Retain sends PutObjectRetention; S3 refuses to shorten a retention
