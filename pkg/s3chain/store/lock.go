@@ -63,9 +63,18 @@ type LockPolicy struct {
 func (p LockPolicy) Enabled() bool { return p.Mode != "" }
 
 // Until returns the retention of an object kept by a backup that started
-// at start.
+// at start: start + Period (UTC). The S3 store rounds it up to the whole
+// second (S3 dates have seconds), never down.
 func (p LockPolicy) Until(start time.Time) Retention {
-	return Retention{Mode: p.Mode, Until: start.Add(p.Period).UTC().Truncate(time.Second)}
+	return Retention{Mode: p.Mode, Until: start.Add(p.Period).UTC()}
+}
+
+// ceilSecond rounds t up to the whole second.
+func ceilSecond(t time.Time) time.Time {
+	if s := t.Truncate(time.Second); s.Before(t) {
+		return s.Add(time.Second)
+	}
+	return t
 }
 
 // BucketLock is a bucket's Object Lock configuration.

@@ -20,7 +20,7 @@ func putOptions(ctx context.Context) minio.PutObjectOptions {
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
 	if r := RetentionOf(ctx); r.Mode != "" {
 		opts.Mode = minio.RetentionMode(r.Mode)
-		opts.RetainUntilDate = r.Until.UTC()
+		opts.RetainUntilDate = ceilSecond(r.Until.UTC())
 		opts.SendContentMd5 = true
 	}
 	return opts
@@ -80,7 +80,8 @@ func (s *s3Store) Retain(ctx context.Context, key string, r Retention) error {
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	mode, until := minio.RetentionMode(r.Mode), r.Until.UTC()
+	r.Until = ceilSecond(r.Until.UTC())
+	mode, until := minio.RetentionMode(r.Mode), r.Until
 	err := translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key,
 		minio.PutObjectRetentionOptions{Mode: &mode, RetainUntilDate: &until}))
 	if !errors.Is(err, ErrAccessDenied) {
