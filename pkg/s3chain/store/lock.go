@@ -145,7 +145,7 @@ func parseLockMode(v string) (LockMode, error) {
 
 // ParseRetainPeriod parses a retention period: Nd (days, 24 h each),
 // Ny (years of 365 days) or a Go duration such as 36h; it must be
-// positive. Errors: a message naming the value.
+// positive and at most 100 years. Errors: a message naming the value.
 func ParseRetainPeriod(v string) (time.Duration, error) {
 	var d time.Duration
 	var err error
@@ -157,7 +157,7 @@ func ParseRetainPeriod(v string) (time.Duration, error) {
 		}
 		var n int
 		n, err = strconv.Atoi(v[:len(v)-1])
-		if n > 100*365 {
+		if time.Duration(n) > 100*365*24*time.Hour/unit {
 			err = errors.New("over 100 years")
 		}
 		d = time.Duration(n) * unit
