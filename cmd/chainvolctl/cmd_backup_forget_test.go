@@ -116,4 +116,8 @@ func TestBackupRmLocked(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "locked") || !strings.Contains(out, "Object Lock until 20") {
 		t.Fatalf("forget on a locked chain: exit %d\n%s%s", code, out, stderr)
 	}
+	code, out, stderr = runBoth(t, append(g, "target", "check", "locked")...)
+	if code != 0 || !strings.Contains(out, "bucket Object Lock enabled, no default retention; target retention: COMPLIANCE for 1h0m0s") {
+		t.Fatalf("target check: exit %d\n%s%s", code, out, stderr)
+	}
 }
