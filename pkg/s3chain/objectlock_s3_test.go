@@ -34,8 +34,9 @@ func lockedS3(t *testing.T, srv testutil.S3Server, prefix, retain string) (*s3ch
 }
 
 // retentions returns the retain-until of every object under prefix/ by
-// key (without the prefix); the zero time for one without retention.
-func retentions(t *testing.T, c *minio.Client, bucket, prefix string) map[string]time.Time {
+// key (without the prefix); the zero time for one without retention. A
+// retention in another mode than mode fails the test.
+func retentions(t *testing.T, c *minio.Client, bucket, prefix string, mode minio.RetentionMode) map[string]time.Time {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]time.Time{}
@@ -51,9 +52,9 @@ func retentions(t *testing.T, c *minio.Client, bucket, prefix string) map[string
 			t.Fatalf("head %s: %v", oi.Key, err)
 		}
 		out[key] = time.Time{}
-		if mode := info.Metadata.Get("X-Amz-Object-Lock-Mode"); mode != "" {
-			if mode != string(minio.Governance) {
-				t.Fatalf("retention of %s: mode %q", oi.Key, mode)
+		if got := info.Metadata.Get("X-Amz-Object-Lock-Mode"); got != "" {
+			if got != string(mode) {
+				t.Fatalf("retention of %s: mode %q, want %q", oi.Key, got, mode)
 			}
 			if out[key], err = time.Parse(time.RFC3339, info.Metadata.Get("X-Amz-Object-Lock-Retain-Until-Date")); err != nil {
 				t.Fatal(err)
@@ -86,7 +87,7 @@ func TestObjectLockVersitygw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rets := retentions(t, raw, srv.Bucket, "p")
+	rets := retentions(t, raw, srv.Bucket, "p", minio.Governance)
 	kinds := map[string]int{}
 	for key, until := range rets {
 		kinds[strings.SplitN(key, "/", 2)[0]]++
@@ -115,7 +116,7 @@ func TestObjectLockVersitygw(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(start1.Add(7 * time.Second))) // b1's date has passed
-	after := retentions(t, raw, srv.Bucket, "p")
+	after := retentions(t, raw, srv.Bucket, "p", minio.Governance)
 	refs := map[string]bool{}
 	for _, b := range m2.Blocks {
 		refs[b.Digest] = true
@@ -158,7 +159,7 @@ func TestObjectLockVersitygw(t *testing.T) {
 	if err != nil || st.DeletedBlocks != 0 || st.LockedBlocks != len(refs) {
 		t.Fatalf("gc of locked blocks: %+v, %v; want %d locked, none deleted", st, err, len(refs))
 	}
-	for key := range retentions(t, raw, srv.Bucket, "p") {
+	for key := range retentions(t, raw, srv.Bucket, "p", minio.Governance) {
 		if strings.HasPrefix(key, "pending/") {
 			t.Errorf("gc left %s", key)
 		}
@@ -177,7 +178,60 @@ func TestObjectLockRefusesBucketWithoutIt(t *testing.T) {
 	if !errors.Is(err, store.ErrNoObjectLock) || !errors.Is(err, store.ErrBadTarget) || !strings.Contains(err.Error(), "ObjectLockEnabled") {
 		t.Fatalf("backup = %v; want ErrNoObjectLock naming ObjectLockEnabled", err)
 	}
-	if n := len(retentions(t, raw, srv.Bucket, "p")); n != 0 {
+	if n := len(retentions(t, raw, srv.Bucket, "p", minio.Governance)); n != 0 {
 		t.Fatalf("%d objects written", n)
+	}
+}
+
+// A hostile writer holding the bucket's root keys, within the retention
+// window of a COMPLIANCE target, deletes every object (with and without
+// the governance bypass) and overwrites every key with other bytes: every
+// ready backup still restores byte for byte (versitygw without
+// versioning refuses each delete and overwrite of a locked object; the
+// protocol's unlocked locks may go, which harms nothing).
+func TestObjectLockHostileWriter(t *testing.T) {
+	srv := testutil.StartS3ObjectLock(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, srv.URL("p")+"&lock=compliance&retain=1h",
+		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t, s, testKey(3))
+	_, raw := lockedS3(t, srv, "p", "1h")
+	dir := t.TempDir()
+	vol := newTestVolume(t, dir, 1<<20, 64<<10, 7)
+	var ms []*s3chain.Manifest
+	var shas []string
+	for k := range 2 {
+		snap := filepath.Join(dir, "snap"+string(rune('a'+k)))
+		vol.snapshot(snap, false)
+		m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/h", Source: snap, BlockSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, shas = append(ms, m), append(shas, fileSHA(t, snap, m.SizeBytes))
+		vol.change(4, 64<<10)
+	}
+	refused := 0
+	for key := range retentions(t, raw, srv.Bucket, "p", minio.Compliance) {
+		full := "p/" + key
+		for _, bypass := range []bool{false, true} {
+			if raw.RemoveObject(ctx, srv.Bucket, full, minio.RemoveObjectOptions{GovernanceBypass: bypass}) != nil {
+				refused++
+			}
+		}
+		junk := strings.NewReader("hostile bytes")
+		if _, err := raw.PutObject(ctx, srv.Bucket, full, junk, junk.Size(), minio.PutObjectOptions{}); err != nil {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the hostile writer was refused nothing")
+	}
+	for k, m := range ms {
+		if got, _, _ := restoreSHA(t, r, "ns/h", m.ID, dir); got != shas[k] {
+			t.Fatalf("backup %s does not restore byte for byte after the attack", m.ID)
+		}
 	}
 }
