@@ -117,7 +117,7 @@ func backupTimes() []time.Time {
 	add(time.Date(2025, 12, 31, 23, 59, 59, 0, time.UTC))
 	add(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for len(out) < 60 {
-		add(base.Add(-time.Duration(rng.Int64N(int64(500*24*time.Hour)))).Truncate(time.Second))
+		add(base.Add(-time.Duration(rng.Int64N(int64(500 * 24 * time.Hour)))).Truncate(time.Second))
 	}
 	return out
 }
