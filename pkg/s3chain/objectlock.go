@@ -56,13 +56,23 @@ func (o *objectLock) bucketLock(ctx context.Context) (store.BucketLock, error) {
 // active reports whether objects of the store may carry retention, so
 // that gc and delete must look before they delete: the target asks for
 // retention, or the bucket has Object Lock (a target without lock= on a
-// bucket others write with it).
+// bucket others write with it). For a target without lock= a bucket
+// whose configuration cannot be read (no s3:GetBucketObjectLockConfiguration
+// permission, a server without the call) counts as one without Object
+// Lock, as before there was any: gc and delete work as they did, and a
+// delete a lock refuses only keeps its doom record (§7.1).
 func (o *objectLock) active(ctx context.Context) (bool, error) {
 	if o.policy.Enabled() || o.l == nil {
 		return o.policy.Enabled(), nil
 	}
 	bl, err := o.bucketLock(ctx)
-	return bl.Enabled, err
+	if err != nil {
+		o.mu.Lock()
+		o.bucket = &store.BucketLock{}
+		o.mu.Unlock()
+		return false, nil
+	}
+	return bl.Enabled, nil
 }
 
 // backupRetention returns the retention of the objects a backup started
