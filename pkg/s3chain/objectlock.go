@@ -137,11 +137,15 @@ func (r *Repo) retainKeys(ctx context.Context, keys []string, ret store.Retentio
 	return g.Wait()
 }
 
-// checkDeletable refuses to delete the manifest key of backup id while it
-// is under retention: on a versioned bucket S3 would answer a plain DELETE
-// with a delete marker, hiding a backup that is meant to stay. Errors:
-// ErrRetained naming the date, store errors.
-func (r *Repo) checkDeletable(ctx context.Context, chain, id string) error {
+// Deletable reports whether backup id of chain may be deleted now: it is
+// ErrRetained, naming the date, while its manifest is under S3 Object Lock
+// retention (DeleteBackup refuses it then: on a versioned bucket S3 would
+// answer a plain DELETE with a delete marker, hiding a backup that is
+// meant to stay), nil when the store has no Object Lock. Callers that
+// must not undo anything for a refused delete (the driver's local
+// snapshots) ask first. Errors: ErrRetained, ErrBackupNotFound, store
+// errors.
+func (r *Repo) Deletable(ctx context.Context, chain, id string) error {
 	if on, err := r.lock.active(ctx); err != nil || !on {
 		return err
 	}

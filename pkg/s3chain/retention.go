@@ -30,7 +30,7 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.checkDeletable(ctx, chain, backupID); err != nil {
+	if err := r.Deletable(ctx, chain, backupID); err != nil {
 		return err
 	}
 	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
