@@ -93,9 +93,10 @@ func (j *backupJob) storeAgain(ctx context.Context, missing []digest, need map[d
 }
 
 // uncovered returns the digests of need that have no existing object
-// outside doomed, and for the others the key of one such object. It lists the chain's blocks when that takes fewer round
-// trips than asking about each digest (a HEAD of the plain key, and a
-// listing of its variants only when that is missing or doomed).
+// outside doomed, and for the others the key of one such object. It
+// lists the chain's blocks when that takes fewer round trips than asking
+// about each digest (a HEAD of the plain key, and a listing of its
+// variants only when that is missing or doomed).
 func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int64, doomed map[string]bool) ([]digest, map[digest]string, error) {
 	var out []digest
 	found := map[digest]string{}
