@@ -102,17 +102,21 @@ func TestBackupForget(t *testing.T) {
 
 // TestBackupRmLocked: on an Object Lock target (versitygw), "backup rm"
 // of a backup before its retain-until date fails naming the date with a
-// hint, and "backup forget" lists it as locked and goes on (exit 0).
+// hint (--dry-run says it would), and "backup forget" lists it as locked and goes on (exit 0).
 func TestBackupRmLocked(t *testing.T) {
 	srv := testutil.StartS3ObjectLock(t)
 	t.Setenv(envAccessKeyID, srv.AccessKey)
 	t.Setenv(envSecretAccessKey, srv.SecretKey)
 	g := forgetSetup(t, 2, "--target", "locked="+srv.URL("p")+"&lock=compliance&retain=1h")
-	code, _, stderr := runBoth(t, append(g, "backup", "rm", "locked:lab/disk@b1")...)
+	code, out, stderr := runBoth(t, append(g, "backup", "rm", "locked:lab/disk@b1", "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "under S3 Object Lock retention until 20") {
+		t.Fatalf("rm --dry-run of a locked backup: exit %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = runBoth(t, append(g, "backup", "rm", "locked:lab/disk@b1")...)
 	if code != exitFailure || !strings.Contains(stderr, "locked (COMPLIANCE) until 20") || !strings.Contains(stderr, "hint: the backup is under S3 Object Lock") {
 		t.Fatalf("rm of a locked backup: exit %d; %s", code, stderr)
 	}
-	code, out, stderr := runBoth(t, append(g, "backup", "forget", "locked:lab/disk", "--keep-last", "1")...)
+	code, out, stderr = runBoth(t, append(g, "backup", "forget", "locked:lab/disk", "--keep-last", "1")...)
 	if code != 0 || !strings.Contains(out, "locked") || !strings.Contains(out, "Object Lock until 20") {
 		t.Fatalf("forget on a locked chain: exit %d\n%s%s", code, out, stderr)
 	}
