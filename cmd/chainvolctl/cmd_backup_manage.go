@@ -81,6 +81,10 @@ type gcResult struct {
 	// deleted (gc of every chain only), TempBytes their bytes.
 	TempFiles int   `json:"tempFiles"`
 	TempBytes int64 `json:"tempBytes"`
+	// LockedBlocks were unreferenced but under S3 Object Lock retention:
+	// left alone until their date; LockedBytes their bytes.
+	LockedBlocks int   `json:"lockedBlocks"`
+	LockedBytes  int64 `json:"lockedBytes"`
 }
 
 func (a *app) newGCCmd() *cobra.Command {
@@ -112,7 +116,8 @@ key does not open either: run gc once per key, and once without).
 			}
 			return a.emit(cmd, gcResult{DryRun: o.DryRun, Chains: st.Chains, SkippedChains: st.SkippedChains,
 				Blocks: st.Blocks, DeletedBlocks: st.DeletedBlocks, DeletedBytes: st.DeletedBytes, YoungBlocks: st.YoungBlocks,
-				OtherKeyChains: st.OtherKeyChains, TempFiles: st.TempFiles, TempBytes: st.TempBytes}, func(w io.Writer) error {
+				OtherKeyChains: st.OtherKeyChains, TempFiles: st.TempFiles, TempBytes: st.TempBytes,
+				LockedBlocks: st.LockedBlocks, LockedBytes: st.LockedBytes}, func(w io.Writer) error {
 				verb := "deleted"
 				if o.DryRun {
 					verb = "would delete"
@@ -121,6 +126,9 @@ key does not open either: run gc once per key, and once without).
 					st.Chains, st.SkippedChains, st.Blocks, verb, st.DeletedBlocks, bytesStr(st.DeletedBytes), st.YoungBlocks)
 				if err == nil && st.TempFiles > 0 {
 					_, err = fmt.Fprintf(w, "%s %d temporary files of killed writers (%s)\n", verb, st.TempFiles, bytesStr(st.TempBytes))
+				}
+				if err == nil && st.LockedBlocks > 0 {
+					_, err = fmt.Fprintf(w, "%d unreferenced blocks (%s) are under S3 Object Lock retention: left until their date\n", st.LockedBlocks, bytesStr(st.LockedBytes))
 				}
 				if err == nil && st.OtherKeyChains > 0 {
 					_, err = fmt.Fprintf(w, "%d chains that need another key (or none) were left alone: run gc with their key (or without one) too\n", st.OtherKeyChains)

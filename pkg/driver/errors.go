@@ -97,7 +97,8 @@ func errBusy(key string) error {
 // chainCode maps backup target and chain errors to gRPC codes: what the
 // user must fix is InvalidArgument, what is missing NotFound, damaged
 // backups and a volume larger than its chain holds FailedPrecondition
-// (final: retrying cannot heal them; a new chain can hold the volume), a target
+// (final: retrying cannot heal them; a new chain can hold the volume), as
+// is deleting a backup under Object Lock retention (until its date), a target
 // that cannot be reached right now Unavailable, a chain change that cannot
 // be made safely right now Aborted (both retryable; CSI spec "Error
 // Scheme" leaves transient failures to gRPC's codes).
@@ -108,6 +109,8 @@ func chainCode(err error) codes.Code {
 	case errors.Is(err, s3chain.ErrVolumeTooLarge): // before ErrInvalidOptions, which it wraps
 		return codes.FailedPrecondition
 	case errors.Is(err, s3chain.ErrChainOwned): // another cluster's chain: a takeover or another target prefix
+		return codes.FailedPrecondition
+	case errors.Is(err, s3chain.ErrRetained): // under Object Lock until the date the message names
 		return codes.FailedPrecondition
 	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
 		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, store.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),

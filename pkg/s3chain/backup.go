@@ -25,10 +25,15 @@ import (
 // ErrChainBusy and ErrLeaseLost (retryable), store and I/O errors.
 func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupStats, error) {
 	start := time.Now()
+	ret, err := r.backupRetention(ctx, start) // before anything is written
+	if err != nil {
+		return nil, BackupStats{}, err
+	}
 	j, err := r.newBackupJob(ctx, &o)
 	if err != nil {
 		return nil, BackupStats{}, err
 	}
+	j.ret = ret
 	defer j.close()
 	l, lctx, err := r.holdConfigured(ctx, j)
 	if err != nil {

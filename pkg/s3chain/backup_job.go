@@ -37,6 +37,11 @@ type backupJob struct {
 	mu    sync.Mutex
 	known map[digest]bool // objects stored (or being stored) in the chain
 
+	// ret is the retention of the objects the backup keeps (zero: none);
+	// written holds the keys it stored with ret, under mu.
+	ret     store.Retention
+	written map[string]bool
+
 	scanned, uploaded, stored, done atomic.Int64
 	zero, dedup                     atomic.Int64
 }
@@ -178,7 +183,7 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 	// Bounded by the lease: no block lands after gc may have taken over.
 	pctx, cancel := j.lease.bound(ctx)
 	defer cancel()
-	if err := j.r.store.Put(pctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
+	if err := j.put(pctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
 		return fmt.Errorf("upload block %d: %w", i, err)
 	}
 	j.uploaded.Add(l)
@@ -260,6 +265,9 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 	}
 	if err == nil {
 		err = r.stillOwner(ctx, j.cfg, j.o)
+	}
+	if err == nil {
+		err = j.retainManifest(ctx, m)
 	}
 	if err != nil {
 		r.retract(ctx, m)

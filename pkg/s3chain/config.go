@@ -122,7 +122,11 @@ func (r *Repo) createChain(ctx context.Context, chain string, spec newChain) (*c
 	if err != nil {
 		return nil, err
 	}
-	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
+	rctx, err := r.retainedCtx(ctx) // extended by every backup's confirm
+	if err != nil {
+		return nil, err
+	}
+	err = r.store.PutIfAbsent(rctx, configKey(chain), data)
 	if errors.Is(err, store.ErrNotAtomic) {
 		return nil, errNoConditionalWrites(chain, err)
 	}

@@ -57,4 +57,8 @@ var (
 	// and may have been taken over by gc; the backup is not committed
 	// (retryable).
 	ErrLeaseLost = errors.New("chain lock lost")
+	// ErrRetained: the backup is under S3 Object Lock retention and cannot
+	// be deleted before its retain-until date, which the message names
+	// (FORMAT.md §7.4; gRPC FailedPrecondition).
+	ErrRetained = errors.New("backup under Object Lock retention")
 )

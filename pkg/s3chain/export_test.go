@@ -122,3 +122,11 @@ func DowngradeChainForTest(ctx context.Context, r *Repo, chain string) error {
 
 // ConfigKeyForTest returns the object key of chain's config (FORMAT.md §2).
 func ConfigKeyForTest(chain string) string { return configKey(chain) }
+
+// SetLockMarginForTest sets the margin gc adds to retain-until dates (5
+// min) until the test ends, so that a test need not wait that long.
+func SetLockMarginForTest(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := lockMargin
+	lockMargin = d
+	t.Cleanup(func() { lockMargin = old })
+}

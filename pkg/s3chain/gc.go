@@ -107,7 +107,10 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 	if err != nil {
 		return err
 	}
-	doomed := r.candidates(l, chain, objs, live, o, st)
+	doomed, err := r.unlocked(lctx, r.candidates(l, chain, objs, live, o, st), l.server, st)
+	if err != nil {
+		return err
+	}
 	if len(doomed) == 0 || o.DryRun {
 		countDeleted(doomed, st)
 		return nil

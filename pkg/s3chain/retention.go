@@ -17,7 +17,9 @@ import (
 // no manifest references. A version-1 backup that other version-1 manifests
 // still depend on gets a tombstone instead: it is gone for every reader but
 // its manifest stays for its dependents, and goes (with the tombstone) once
-// the last of them is deleted (FORMAT.md §7). Errors: ErrBackupNotFound
+// the last of them is deleted (FORMAT.md §7). A backup under S3 Object
+// Lock retention is refused (ErrRetained, naming the date; §7.4).
+// Errors: ErrRetained, ErrBackupNotFound
 // (also for an already deleted backup), ErrInvalidChain, ErrWrongKey,
 // ErrInvalidManifest, store errors.
 func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
@@ -26,6 +28,9 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	}
 	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
+		return err
+	}
+	if err := r.Deletable(ctx, chain, backupID); err != nil {
 		return err
 	}
 	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
