@@ -10,9 +10,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/chainvol/chainvol/pkg/backend"
-
 	"github.com/chainvol/chainvol/internal/durable"
+	"github.com/chainvol/chainvol/pkg/backend"
 )
 
 // stateDirs are the state directory's folders of per-lvol files: restore
