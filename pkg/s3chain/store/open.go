@@ -48,20 +48,9 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 // parameter, missing directory or bucket), ErrAccessDenied (creds refused
 // by the bucket check), ErrTransient (server unreachable after retries).
 func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := parseTargetURL(rawURL)
 	if err != nil {
-		// *url.Error repeats the whole URL, which might hold a secret.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
-	}
-	if u.Opaque != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
+		return nil, err
 	}
 	switch u.Scheme {
 	case "file":
@@ -78,6 +67,28 @@ func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) 
 		return openS3(ctx, t, creds)
 	}
 	return nil, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
+}
+
+// parseTargetURL parses rawURL and refuses what no target URL may hold
+// (user:password, an opaque part, a fragment); the scheme is left to the
+// caller. Errors: ErrBadTarget, without the URL (it might hold a secret).
+func parseTargetURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// *url.Error repeats the whole URL, which might hold a secret.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
+	}
+	if u.Opaque != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
+	}
+	return u, nil
 }
 
 func parseFileURL(u *url.URL) (string, error) {
