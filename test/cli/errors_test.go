@@ -123,32 +123,8 @@ func TestCorruptBlockHint(t *testing.T) {
 		}
 		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
 	}
-	digest := func(id string, index int64) string {
-		show := decode[struct {
-			Blocks []struct {
-				I int64  `json:"i"`
-				D string `json:"d"`
-			} `json:"blocks"`
-		}](t, c.ok(append(g, "backup", "show", "lab/raw@"+id, "-o", "json", "--blocks")...))
-		for _, b := range show.Blocks {
-			if b.I == index {
-				return b.D
-			}
-		}
-		t.Fatalf("backup %s lists no block %d", id, index)
-		return ""
-	}
-	corrupt := func(d string) {
-		for _, f := range blockFiles(t, root) {
-			if strings.Contains(f, d) {
-				if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-		t.Fatalf("no block object named %s", d)
-	}
+	digest := func(id string, index int64) string { return blockDigest(t, c, g, "lab/raw@"+id, index) }
+	corrupt := func(d string) { corruptBlock(t, root, d) }
 
 	corrupt(digest("b2", 5)) // only b2 uses its block 5
 	e := c.fails(1, append(g, "backup", "verify", "lab/raw@b2", "--deep")...)
@@ -188,4 +164,38 @@ func TestBackupTooLargeForChain(t *testing.T) {
 		}
 	}
 	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/grown-2")...)
+}
+
+// blockDigest is the digest of block index of backup ref, from "backup show
+// --blocks".
+func blockDigest(t *testing.T, c *ctl, g []string, ref string, index int64) string {
+	t.Helper()
+	show := decode[struct {
+		Blocks []struct {
+			I int64  `json:"i"`
+			D string `json:"d"`
+		} `json:"blocks"`
+	}](t, c.ok(append(g, "backup", "show", ref, "-o", "json", "--blocks")...))
+	for _, b := range show.Blocks {
+		if b.I == index {
+			return b.D
+		}
+	}
+	t.Fatalf("backup %s lists no block %d", ref, index)
+	return ""
+}
+
+// corruptBlock overwrites the block object named by digest d under the
+// file target root with garbage.
+func corruptBlock(t *testing.T, root, d string) {
+	t.Helper()
+	for _, f := range blockFiles(t, root) {
+		if strings.Contains(f, d) {
+			if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no block object named %s", d)
 }
