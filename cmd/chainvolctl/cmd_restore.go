@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
@@ -93,7 +94,9 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 	if err := os.MkdirAll(filepath.Dir(plan.ckpt), 0o750); err != nil {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
-	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval)
+	ref, _ := parseRefArg(refArg) // parsed by resolveRef
+	rec := a.publishJob(jobrec.KindRestore, "restore onto "+f.to, a.targetName(ref.Target)+":"+m.Chain+"@"+m.ID, f.to)
+	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval, rec)
 	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: plan.write,
 		Workers: f.workers, Checkpoint: plan.ckpt, Progress: p.update})
 	p.finish()

@@ -86,7 +86,7 @@ lines {"progress": {...}}.`,
 	pf.StringVar(&a.stateDir, "state-dir", "/var/lib/chainvol", "the driver's state directory; the embedded default target is file://STATE_DIR/backups")
 	pf.StringVar(&a.credentialsFile, "credentials-file", "", "key=value file with accessKeyID, secretAccessKey, sessionToken, encryptionKey")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format of listings and show commands: table or json")
-	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newBackupVerifyCmd(), a.newCSICmd(), a.newK8sCmd(), a.newVersionCmd())
+	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newBackupVerifyCmd(), a.newJobsCmd(), a.newCSICmd(), a.newK8sCmd(), a.newVersionCmd())
 	root.SetOut(os.Stdout)
 	return root
 }
