@@ -163,7 +163,7 @@ type jobSet struct {
 	// dir is where the jobs' progress records go (jobrec), "" for none.
 	dir string
 	mu  sync.Mutex
-	m  map[string]*Job
+	m   map[string]*Job
 	// closed is set by shutdown: no job starts afterwards.
 	closed bool
 }
