@@ -79,6 +79,7 @@ func TestJobsShowsCLIRestore(t *testing.T) {
 		t.Fatalf("restore job = %+v, want subject %s, pid %d, chainvolctl, %d bytes", j, to, cmd.Process.Pid, imageSize)
 	}
 	table := e.c.ok("--state-dir", state, "jobs")
+	t.Logf("jobs:\n%s", table)
 	if !strings.Contains(table, "restore") || !strings.Contains(table, "s3:lab/x@") || !strings.Contains(table, "/s") ||
 		!strings.Contains(table, fmt.Sprintf("chainvolctl/%d", cmd.Process.Pid)) {
 		t.Fatalf("jobs table:\n%s", table)
