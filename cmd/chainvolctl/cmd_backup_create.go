@@ -200,7 +200,7 @@ func (a *app) ensureFileTarget(name string) error {
 	}
 	t, err := set.Lookup(name)
 	if err != nil {
-		return explain(err)
+		return usageError{explain(err)} // a [TARGET:] that is not configured, as everywhere
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {

@@ -41,6 +41,10 @@ func TestArgumentErrorsExit2(t *testing.T) {
 		{"backup", "create", "--from", img, "--chain", "a/b", "--id", "-bad"},
 		{"backup", "create", "--from", img, "--chain", "a/b", "--workers", "-1"},
 		{"backup", "create", "--from", img, "--chain", "a/b", "--progress-interval", "0s"},
+		{"backup", "create", "--from", img, "--chain", "nosuch:a/b"},
+		{"restore", "a/b@latest", "--to", filepath.Join(dir, "missing", "dir", "out.img")},
+		{"verify", "--all", "--in", "nosuch"},
+		{"target", "init", "nosuch"},
 		{"restore", "a/b@latest", "--to", filepath.Join(dir, "out.img"), "--workers", "-2"},
 		{"gc", "--min-age", "-1h"},
 		{"gc", "--chain", "../x"},
@@ -54,6 +58,9 @@ func TestArgumentErrorsExit2(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state", "backups", "a")); err == nil {
 		t.Errorf("a refused backup create wrote into the target")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+		t.Errorf("a refused restore created the directories of its --to")
 	}
 }
 

@@ -113,6 +113,9 @@ func (e *restoreEnv) interrupted(t *testing.T, checkpoint string, to string, ext
 	if _, err := os.Stat(checkpoint); err != nil {
 		t.Fatalf("the interrupted restore left no checkpoint: %v", err)
 	}
+	if e := stderr.String(); !strings.Contains(e, "interrupted (interrupt signal received)") || strings.Contains(e, "context canceled") {
+		t.Fatalf("an interrupted restore should say so, not \"context canceled\": %s", e)
+	}
 	return stderr.String()
 }
 
