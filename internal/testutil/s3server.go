@@ -36,6 +36,9 @@ type S3Server struct {
 	Bucket string
 	// Dir is the posix backend's root directory; Bucket is Dir/Bucket.
 	Dir string
+	// bin is the versitygw binary; iamDir, when set, holds the accounts
+	// of its internal IAM (StartS3WithUsers).
+	bin, iamDir string
 }
 
 // URL returns the s3:// target URL for store.Open naming Bucket and
@@ -91,6 +94,12 @@ func StartS3(t testing.TB) S3Server {
 // startS3 is StartS3, over HTTPS when tls is not nil.
 func startS3(t testing.TB, tls *s3TLS) S3Server {
 	t.Helper()
+	return startS3With(t, tls, false)
+}
+
+// startS3With is startS3, with versitygw's internal IAM when users is set.
+func startS3With(t testing.TB, tls *s3TLS, users bool) S3Server {
+	t.Helper()
 	bin := versitygwPath()
 	if bin == "" {
 		SkipOrFail(t, "bin/versitygw not found at the repository root: run make deps")
@@ -100,6 +109,10 @@ func startS3(t testing.TB, tls *s3TLS) S3Server {
 		SecretKey: randHex(t, 20),
 		Bucket:    "chainvol-" + randHex(t, 4),
 		Dir:       t.TempDir(),
+		bin:       bin,
+	}
+	if users {
+		s.iamDir = t.TempDir()
 	}
 	// A port picked by the kernel can be taken before versitygw binds it;
 	// try a few.
@@ -122,6 +135,9 @@ func (s *S3Server) start(t testing.TB, bin string, tls *s3TLS) error {
 	}
 	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"--port", s.Endpoint, "--health", "/health", "--quiet"}
+	if s.iamDir != "" {
+		args = append(args, "--iam-dir", s.iamDir)
+	}
 	scheme, client := "http", &http.Client{Timeout: time.Second}
 	if tls != nil {
 		args = append(args, "--cert", tls.certFile, "--key", tls.keyFile)

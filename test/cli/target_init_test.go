@@ -9,10 +9,12 @@ import (
 )
 
 // TestTargetInit: "target init" makes a missing bucket on the real
-// versitygw and checks it; run again it creates nothing; credentials that
-// may not create it exit 1 saying what to do; a backup then works.
+// versitygw and checks it; run again it creates nothing; keys that may not
+// create buckets (versitygw's role "user") exit 1 saying what to do; a
+// backup then works.
 func TestTargetInit(t *testing.T) {
-	srv := testutil.StartS3(t)
+	srv := testutil.StartS3WithUsers(t)
+	srv.AddUser(t, "scoped", "not-the-secret-123", "user")
 	dir := t.TempDir()
 	bucket := srv.Bucket + "-init"
 	url := strings.Replace(srv.URL("lab"), srv.Bucket, bucket, 1)
@@ -21,7 +23,7 @@ func TestTargetInit(t *testing.T) {
 	g := []string{"--state-dir", filepath.Join(dir, "state")}
 
 	bad := &ctl{t: t, secrets: []string{"not-the-secret-123"}, env: []string{"CHAINVOL_TARGETS=lab=" + url,
-		"CHAINVOL_ACCESS_KEY_ID=" + srv.AccessKey, "CHAINVOL_SECRET_ACCESS_KEY=not-the-secret-123"}}
+		"CHAINVOL_ACCESS_KEY_ID=scoped", "CHAINVOL_SECRET_ACCESS_KEY=not-the-secret-123"}}
 	if e := bad.fails(1, append(g, "target", "init")...); !strings.Contains(e, "may not create it") || !strings.Contains(e, "target check lab") {
 		t.Errorf("init with refused credentials does not say what to do: %s", e)
 	}

@@ -64,3 +64,28 @@ func TestCreateTargetFile(t *testing.T) {
 		t.Fatalf("CreateTarget of a file = %v, want ErrBadTarget", err)
 	}
 }
+
+// Keys that may use a bucket but not create one (versitygw's role "user",
+// as most providers scope keys): CreateTarget is ErrAccessDenied until an
+// administrator makes the bucket theirs, then it creates nothing and
+// succeeds, and Open works.
+func TestCreateTargetScopedKeys(t *testing.T) {
+	srv := testutil.StartS3WithUsers(t)
+	ctx := context.Background()
+	srv.AddUser(t, "scoped", "scoped-secret-123", "user")
+	scoped := store.Credentials{AccessKeyID: "scoped", SecretAccessKey: "scoped-secret-123"}
+	url := strings.Replace(srv.URL("p"), srv.Bucket, srv.Bucket+"-scoped", 1)
+	if created, err := store.CreateTarget(ctx, url, scoped); !errors.Is(err, store.ErrAccessDenied) || created {
+		t.Fatalf("CreateTarget with keys that may not create buckets = %v, %v; want ErrAccessDenied", created, err)
+	}
+	if created, err := store.CreateTarget(ctx, url, creds(srv)); err != nil || !created {
+		t.Fatalf("CreateTarget as root = %v, %v", created, err)
+	}
+	srv.SetBucketOwner(t, srv.Bucket+"-scoped", "scoped")
+	if created, err := store.CreateTarget(ctx, url, scoped); err != nil || created {
+		t.Fatalf("CreateTarget of the scoped keys' own bucket = %v, %v; want false, nil", created, err)
+	}
+	if _, err := store.Open(ctx, url, scoped); err != nil {
+		t.Fatalf("Open with the scoped keys: %v", err)
+	}
+}
