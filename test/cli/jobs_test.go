@@ -106,25 +106,56 @@ func TestJobsShowsCLIRestore(t *testing.T) {
 	}
 }
 
+// slowDriver is a driver whose default target is the S3 server of a
+// restoreEnv, reached through its slow proxy, with the keys in a
+// credentials file; gc adjusts the options (background gc).
+func slowDriver(t *testing.T, e *restoreEnv, opts func(*driver.Options)) *csitest.Node {
+	t.Helper()
+	var target, key, secret string
+	for _, kv := range e.c.env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CHAINVOL_TARGETS":
+			target = v
+		case "CHAINVOL_ACCESS_KEY_ID":
+			key = v
+		case "CHAINVOL_SECRET_ACCESS_KEY":
+			secret = v
+		}
+	}
+	creds := filepath.Join(e.dir, "s3.env")
+	if err := os.WriteFile(creds, []byte("accessKeyID="+key+"\nsecretAccessKey="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := testutil.LoopFS(t, "xfs", 1<<30)
+	return csitest.Start(t, "jobs-node", pool, func(o *driver.Options) {
+		o.BackupTargets, o.BackupCredentialsFile = []string{target}, creds
+		if opts != nil {
+			opts(o)
+		}
+	})
+}
+
+// waitNoJobs polls "jobs" in stateDir until it lists none.
+func waitNoJobs(t *testing.T, c *ctl, stateDir string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out := c.ok("--state-dir", stateDir, "jobs", "-o", "json")
+		if strings.TrimSpace(out) == "[]" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs after the job ended: %s", out)
+		}
+	}
+}
+
 // TestJobsShowsDriverRestore: the driver's restore of a new volume from a
 // slow S3 target is listed by "jobs" over the driver's state directory,
 // and gone when the restore is done.
 func TestJobsShowsDriverRestore(t *testing.T) {
 	e := newRestoreEnv(t) // a backup s3:lab/x on versitygw, behind the slow proxy
-	creds := filepath.Join(e.dir, "s3.env")
-	var env []string
-	for _, kv := range e.c.env {
-		env = append(env, strings.TrimPrefix(kv, "CHAINVOL_"))
-	}
-	target := strings.TrimPrefix(env[0], "TARGETS=")
-	file := fmt.Sprintf("accessKeyID=%s\nsecretAccessKey=%s\n", strings.TrimPrefix(env[1], "ACCESS_KEY_ID="), strings.TrimPrefix(env[2], "SECRET_ACCESS_KEY="))
-	if err := os.WriteFile(creds, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool := testutil.LoopFS(t, "xfs", 1<<30)
-	n := csitest.Start(t, "jobs-node", pool, func(o *driver.Options) {
-		o.BackupTargets, o.BackupCredentialsFile = []string{target}, creds
-	})
+	n := slowDriver(t, e, nil)
 	c := &ctl{t: t}
 	csi := func(args ...string) []string { return append([]string{"csi", "--endpoint", n.Endpoint}, args...) }
 	// Random blocks, none zero: 64 GETs of 0.5 s, 8 at a time.
@@ -142,13 +173,40 @@ func TestJobsShowsDriverRestore(t *testing.T) {
 	}
 	e.proxy.delay.Store(0)
 	c.ok(csi("volume", "create", "restored", "--size", "64Mi", "--block", "--param", "fromBackup=s3:lab/rnd@latest", "--wait", "-q")...)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		out := c.ok("--state-dir", n.Opts.StateDir, "jobs", "-o", "json")
-		if strings.TrimSpace(out) == "[]" {
+	waitNoJobs(t, c, n.Opts.StateDir)
+}
+
+// TestJobsShowsDriverGC: the background gc after a backup snapshot's
+// deletion, its block deletes slowed, is listed by "jobs" as a gc of the
+// chain, and gone when it is done.
+func TestJobsShowsDriverGC(t *testing.T) {
+	e := newRestoreEnv(t)
+	n := slowDriver(t, e, func(o *driver.Options) { o.GCDelay, o.GCMinAge = 100*time.Millisecond, 0 })
+	c := &ctl{t: t}
+	csi := func(args ...string) []string { return append([]string{"csi", "--endpoint", n.Endpoint}, args...) }
+	vol := strings.TrimSpace(c.ok(csi("volume", "create", "src", "--size", "16Mi", "--block", "-q")...))
+	pub, release := publishBlock(t, c, csi, vol, filepath.Join(e.dir, "src"))
+	writeSynced(t, pub, 16<<20)
+	release()
+	snap := strings.TrimSpace(c.ok(csi("snapshot", "create", "bk", "--source", vol, "--param", "backup=true", "--wait", "-q")...))
+	e.proxy.delDelay.Store(int64(300 * time.Millisecond))
+	defer e.proxy.delDelay.Store(0)
+	c.ok(csi("snapshot", "delete", snap)...)
+	var last string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		last = c.ok("--state-dir", n.Opts.StateDir, "jobs", "-o", "json")
+		if js := decode[[]jobOut](t, last); len(js) == 1 && js[0].Kind == "gc" {
+			if j := js[0]; j.State != "running" || !strings.HasPrefix(j.Backup, "s3:") || j.TotalBytes != 0 || j.ETASeconds != nil {
+				t.Fatalf("gc job = %+v, want a running gc of an s3 chain without sizes", j)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jobs after the driver's restore ended: %s", out)
+			t.Fatalf("no gc job in 20 s; last jobs: %s", last)
 		}
 	}
+	if out := c.ok("--state-dir", n.Opts.StateDir, "jobs"); !strings.Contains(out, "gc ") {
+		t.Fatalf("jobs table of a gc:\n%s", out)
+	}
+	waitNoJobs(t, c, n.Opts.StateDir)
 }

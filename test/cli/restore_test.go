@@ -27,6 +27,7 @@ type slowBlocks struct {
 	addr     string
 	delay    atomic.Int64 // nanoseconds
 	putDelay atomic.Int64 // nanoseconds, for PUTs of block objects (slow backups)
+	delDelay atomic.Int64 // nanoseconds, for DELETEs of block objects (slow gcs)
 }
 
 func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
@@ -45,6 +46,9 @@ func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
 		}
 		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blocks/") {
 			time.Sleep(time.Duration(p.putDelay.Load()))
+		}
+		if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/blocks/") {
+			time.Sleep(time.Duration(p.delDelay.Load()))
 		}
 		rp.ServeHTTP(w, r)
 	})}
