@@ -122,14 +122,7 @@ func TestCorruptBlockHint(t *testing.T) {
 	root := filepath.Join(dir, "state", "backups")
 	c := &ctl{t: t}
 	g := []string{"--state-dir", filepath.Join(dir, "state")}
-	img := filepath.Join(dir, "raw.img")
-	writeRandom(t, img, 0, 8*blockSize)
-	for i, changed := range []int64{-1, 3, 5} { // b0 full; b1 changes block 3; b2 block 5
-		if changed >= 0 {
-			writeRandom(t, img, changed*blockSize, blockSize)
-		}
-		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
-	}
+	rawChain(t, c, g, dir)
 	digest := func(id string, index int64) string { return blockDigest(t, c, g, "lab/raw@"+id, index) }
 	corrupt := func(d string) { corruptBlock(t, root, d) }
 
@@ -205,4 +198,18 @@ func corruptBlock(t *testing.T, root, d string) {
 		}
 	}
 	t.Fatalf("no block object named %s", d)
+}
+
+// rawChain backs up an image of 8 random 1 MiB blocks as chain lab/raw:
+// b0 full, b1 with block 3 changed, b2 with block 5 changed.
+func rawChain(t *testing.T, c *ctl, g []string, dir string) {
+	t.Helper()
+	img := filepath.Join(dir, "raw.img")
+	writeRandom(t, img, 0, 8*blockSize)
+	for i, changed := range []int64{-1, 3, 5} {
+		if changed >= 0 {
+			writeRandom(t, img, changed*blockSize, blockSize)
+		}
+		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
+	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +25,7 @@ func TestVerifyAll(t *testing.T) {
 	root := filepath.Join(dir, "state", "backups")
 	c := &ctl{t: t}
 	g := []string{"--state-dir", filepath.Join(dir, "state")}
-	img := filepath.Join(dir, "raw.img")
-	writeRandom(t, img, 0, 8*blockSize)
-	for i, changed := range []int64{-1, 3, 5} { // b0 full; b1 changes block 3; b2 block 5
-		if changed >= 0 {
-			writeRandom(t, img, changed*blockSize, blockSize)
-		}
-		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
-	}
+	rawChain(t, c, g, dir) // lab/raw: b0, b1, b2
 	other := filepath.Join(dir, "other.img")
 	writeRandom(t, other, 0, 2*blockSize)
 	c.ok(append(g, "backup", "create", "--from", other, "--chain", "lab/other", "--block-size", "1048576", "--id", "o0")...)

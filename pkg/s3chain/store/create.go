@@ -34,29 +34,18 @@ const defaultCreateRegion = "us-east-1"
 // (the server is unreachable; one attempt, no retry), and those of
 // os.MkdirAll.
 func CreateTarget(ctx context.Context, rawURL string, creds Credentials) (created bool, err error) {
-	u, err := parseTargetURL(rawURL)
+	p, err := parseTargetURL(rawURL)
 	if err != nil {
 		return false, err
 	}
-	switch u.Scheme {
-	case "file":
-		dir, err := parseFileURL(u)
-		if err != nil {
-			return false, err
-		}
-		return createDir(dir)
-	case "s3":
-		t, err := parseS3URL(u)
-		if err != nil {
-			return false, err
-		}
-		s3, err := newS3Store(t, creds)
-		if err != nil {
-			return false, err
-		}
-		return createBucket(ctx, s3.client, t)
+	if p.s3 == nil {
+		return createDir(p.dir)
 	}
-	return false, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
+	s3, err := newS3Store(*p.s3, creds)
+	if err != nil {
+		return false, err
+	}
+	return createBucket(ctx, s3.client, *p.s3)
 }
 
 // createDir makes dir and its parents, reporting whether dir was missing.

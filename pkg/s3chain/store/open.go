@@ -48,31 +48,26 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 // parameter, missing directory or bucket), ErrAccessDenied (creds refused
 // by the bucket check), ErrTransient (server unreachable after retries).
 func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) {
-	u, err := parseTargetURL(rawURL)
+	p, err := parseTargetURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	switch u.Scheme {
-	case "file":
-		dir, err := parseFileURL(u)
-		if err != nil {
-			return nil, err
-		}
-		return newFileStore(dir)
-	case "s3":
-		t, err := parseS3URL(u)
-		if err != nil {
-			return nil, err
-		}
-		return openS3(ctx, t, creds)
+	if p.s3 == nil {
+		return newFileStore(p.dir)
 	}
-	return nil, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
+	return openS3(ctx, *p.s3, creds)
 }
 
-// parseTargetURL parses rawURL and refuses what no target URL may hold
-// (user:password, an opaque part, a fragment); the scheme is left to the
-// caller. Errors: ErrBadTarget, without the URL (it might hold a secret).
-func parseTargetURL(rawURL string) (*url.URL, error) {
+// targetURL is a parsed target URL: a directory (file://, s3 nil) or an
+// S3 bucket and prefix (s3://).
+type targetURL struct {
+	dir string
+	s3  *s3Target
+}
+
+// parseTargetURL parses rawURL by the rules of Open. Errors: ErrBadTarget,
+// without the URL (it might hold a secret).
+func parseTargetURL(rawURL string) (targetURL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// *url.Error repeats the whole URL, which might hold a secret.
@@ -80,15 +75,23 @@ func parseTargetURL(rawURL string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
 	}
 	if u.Opaque != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
 	}
-	return u, nil
+	switch u.Scheme {
+	case "file":
+		dir, err := parseFileURL(u)
+		return targetURL{dir: dir}, err
+	case "s3":
+		t, err := parseS3URL(u)
+		return targetURL{s3: &t}, err
+	}
+	return targetURL{}, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
 }
 
 func parseFileURL(u *url.URL) (string, error) {
