@@ -26,7 +26,8 @@ type jobRow struct {
 
 func (a *app) newJobsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "jobs",
+		Use:     "jobs",
+		Aliases: []string{"status"},
 		Short: "Show the backups, restores and gcs running on this node, with progress, rate and ETA",
 		Long: `Show the backups, restores and gcs running on this node: the driver's (the
 restores of new volumes, the uploads of backup snapshots, the gcs after backup
