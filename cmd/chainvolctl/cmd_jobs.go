@@ -28,7 +28,7 @@ func (a *app) newJobsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "jobs",
 		Aliases: []string{"status"},
-		Short: "Show the backups, restores and gcs running on this node, with progress, rate and ETA",
+		Short:   "Show the backups, restores and gcs running on this node, with progress, rate and ETA",
 		Long: `Show the backups, restores and gcs running on this node: the driver's (the
 restores of new volumes, the uploads of backup snapshots, the gcs after backup
 deletions) and chainvolctl's own 'backup create' and 'restore', with bytes
