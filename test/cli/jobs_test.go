@@ -55,7 +55,8 @@ func checkRunning(t *testing.T, j jobOut, backupPrefix string) {
 
 // TestJobsShowsCLIRestore: a restore by chainvolctl, slowed by the proxy,
 // is listed by "jobs" with progress, rate and ETA (JSON and table); it is
-// gone once interrupted, and a restore killed with SIGKILL is shown stale.
+// gone once interrupted; a slowed backup create is listed too; a restore
+// killed with SIGKILL is shown stale.
 func TestJobsShowsCLIRestore(t *testing.T) {
 	e := newRestoreEnv(t)
 	state := e.g[1]
@@ -92,6 +93,25 @@ func TestJobsShowsCLIRestore(t *testing.T) {
 	if out := e.c.ok("--state-dir", state, "jobs"); !strings.Contains(out, "no backups, restores or gcs running") {
 		t.Fatalf("jobs with none running: %s", out)
 	}
+
+	// A backup: block uploads slowed.
+	rnd := filepath.Join(e.dir, "random.img")
+	writeRandom(t, rnd, 0, 16<<20)
+	e.proxy.putDelay.Store(int64(300 * time.Millisecond))
+	bk := exec.Command(binary, e.args("backup", "create", "--from", rnd, "--chain", "s3:lab/rnd", "--block-size", "1048576", "--workers", "2")...)
+	bk.Env = append(os.Environ(), e.c.env...)
+	if err := bk.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, e.c, state, "backup")
+	if j.Backup != "s3:lab/rnd" || j.Subject != rnd || j.PID != bk.Process.Pid || j.TotalBytes != 16<<20 || j.State != "running" {
+		t.Fatalf("backup job = %+v, want s3:lab/rnd from %s by pid %d", j, rnd, bk.Process.Pid)
+	}
+	e.proxy.putDelay.Store(0)
+	if err := bk.Wait(); err != nil {
+		t.Fatalf("backup create: %v", err)
+	}
+	waitNoJobs(t, e.c, state)
 
 	cmd, _ = start(filepath.Join(e.dir, "killed.img"))
 	waitJob(t, e.c, state, "restore")
