@@ -98,6 +98,8 @@ func jobsTable(w io.Writer, rows []jobRow) error {
 			state = fmt.Sprintf("stale: process %d is gone", r.PID)
 		case r.Waiting != "":
 			state = r.Waiting
+		case r.Unchecked:
+			state = "running? (another PID namespace: run jobs where the driver runs to check)"
 		}
 		tb.row(r.Kind, orDash(r.Backup), orDash(r.Subject), done, total, pct, rate, eta,
 			(time.Duration(r.ElapsedSeconds) * time.Second).Round(time.Second).String(),

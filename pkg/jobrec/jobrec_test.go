@@ -67,6 +67,7 @@ func TestStaleAndSweep(t *testing.T) {
 	for name, r := range map[string]Record{
 		"dead":   {ID: "dead", PID: cmd.Process.Pid, ProcStart: 1},
 		"reused": {ID: "reused", PID: os.Getpid(), ProcStart: self + 1},
+		"other":  {ID: "other", PID: cmd.Process.Pid, ProcStart: 1, PIDNamespace: "pid:[1]"},
 	} {
 		data, _ := json.Marshal(r)
 		if err := os.WriteFile(filepath.Join(dir, name+".json"), data, 0o600); err != nil {
@@ -80,20 +81,25 @@ func TestStaleAndSweep(t *testing.T) {
 	old := time.Now().Add(-2 * time.Minute)
 	_ = os.Chtimes(tmp, old, old)
 	_ = os.WriteFile(filepath.Join(dir, "foreign.json"), []byte("not json"), 0o600)
-	stale := 0
-	for _, r := range mustList(t, dir, 3) {
+	stale, unchecked := 0, 0
+	for _, r := range mustList(t, dir, 4) {
 		if r.Stale {
 			stale++
 		}
+		if r.Unchecked {
+			unchecked++
+		}
 	}
-	if stale != 2 {
-		t.Fatalf("%d stale records, want 2 (dead and reused)", stale)
+	if stale != 2 || unchecked != 1 {
+		t.Fatalf("%d stale, %d unchecked records; want 2 (dead and reused), 1 (another PID namespace's)", stale, unchecked)
 	}
 	if n, err := Sweep(dir); err != nil || n != 3 {
 		t.Fatalf("Sweep = %d, %v; want 3 files removed", n, err)
 	}
-	if r := mustList(t, dir, 1)[0]; r.Stale || r.Kind != KindBackup {
-		t.Fatalf("after Sweep: %+v, want the live backup", r)
+	for _, r := range mustList(t, dir, 2) {
+		if r.Stale || r.Kind != KindBackup && !r.Unchecked {
+			t.Fatalf("after Sweep: %+v, want the live backup and the unchecked record", r)
+		}
 	}
 }
 

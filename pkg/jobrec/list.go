@@ -26,6 +26,10 @@ type Listed struct {
 	// Stale: the process that wrote the record is gone (killed mid-job);
 	// the job is not running.
 	Stale bool `json:"stale"`
+	// Unchecked: the record comes from another PID namespace (a reader on
+	// the host, the driver in its container), where its PID cannot be
+	// looked up; it is taken as running.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // List returns the records in dir, oldest job first. A missing dir has
@@ -40,12 +44,17 @@ func List(dir string) ([]Listed, error) {
 		return nil, fmt.Errorf("read job records in %s: %w", dir, err)
 	}
 	var out []Listed
+	own := pidNamespace()
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), tmpPrefix) {
 			continue
 		}
 		r, ok := readRecord(filepath.Join(dir, e.Name()))
 		if !ok {
+			continue
+		}
+		if r.PIDNamespace != "" && r.PIDNamespace != own {
+			out = append(out, Listed{Record: r, Unchecked: true})
 			continue
 		}
 		out = append(out, Listed{Record: r, Stale: !alive(r.PID, r.ProcStart)})
@@ -70,7 +79,8 @@ func readRecord(path string) (Record, bool) {
 	return r, true
 }
 
-// Sweep removes the stale records in dir and temporary files older than a
+// Sweep removes the stale records in dir (never those of another PID
+// namespace, which it cannot check) and temporary files older than a
 // minute (a writer killed between create and rename), and returns how many
 // files it removed. The driver runs it at start. Errors: those of List.
 func Sweep(dir string) (int, error) {
@@ -91,6 +101,13 @@ func Sweep(dir string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// pidNamespace names this process's PID namespace, "" when it cannot be
+// read (then PIDs are compared as they are).
+func pidNamespace() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
 }
 
 // alive reports whether process pid runs and started at start (clock

@@ -60,6 +60,7 @@ func Start(dir string, r Record) *Publisher {
 	r.ID = fmt.Sprintf("%d-%d", pid, seq.Add(1))
 	r.Process, r.PID = filepath.Base(os.Args[0]), pid
 	r.ProcStart, _ = procStart(pid)
+	r.PIDNamespace = pidNamespace()
 	r.StartedAt = time.Now().UTC()
 	// The start is the first sample: until RateWindow has passed, the
 	// rate is the average since the start.

@@ -32,6 +32,10 @@ type Record struct {
 	Process   string `json:"process"`
 	PID       int    `json:"pid"`
 	ProcStart uint64 `json:"procStart"`
+	// PIDNamespace is the publisher's PID namespace (/proc/self/ns/pid,
+	// "pid:[INODE]"): PID means something only to a reader in the same one
+	// (the driver's container, not the host).
+	PIDNamespace string `json:"pidNamespace,omitempty"`
 	// StartedAt is when the job started; UpdatedAt when this record was
 	// written (UTC).
 	StartedAt time.Time `json:"startedAt"`
