@@ -50,8 +50,9 @@ func TestPublisherLifecycle(t *testing.T) {
 }
 
 // A record whose process is gone, or whose PID now belongs to another
-// process, is stale; Sweep removes it and old temporary files, and keeps
-// a live one.
+// process, is stale; one of another PID namespace is unchecked. Sweep
+// removes the stale ones, this program's of an earlier namespace and old
+// temporary files, and keeps a live one and another program's unchecked.
 func TestStaleAndSweep(t *testing.T) {
 	dir := t.TempDir()
 	live := Start(dir, Record{Kind: KindBackup})
@@ -67,7 +68,8 @@ func TestStaleAndSweep(t *testing.T) {
 	for name, r := range map[string]Record{
 		"dead":   {ID: "dead", PID: cmd.Process.Pid, ProcStart: 1},
 		"reused": {ID: "reused", PID: os.Getpid(), ProcStart: self + 1},
-		"other":  {ID: "other", PID: cmd.Process.Pid, ProcStart: 1, PIDNamespace: "pid:[1]"},
+		"other":  {ID: "other", PID: cmd.Process.Pid, ProcStart: 1, PIDNamespace: "pid:[1]", Process: "chainvolctl"},
+		"before": {ID: "before", PID: 1, ProcStart: 1, PIDNamespace: "pid:[1]", Process: filepath.Base(os.Args[0])},
 	} {
 		data, _ := json.Marshal(r)
 		if err := os.WriteFile(filepath.Join(dir, name+".json"), data, 0o600); err != nil {
@@ -82,7 +84,7 @@ func TestStaleAndSweep(t *testing.T) {
 	_ = os.Chtimes(tmp, old, old)
 	_ = os.WriteFile(filepath.Join(dir, "foreign.json"), []byte("not json"), 0o600)
 	stale, unchecked := 0, 0
-	for _, r := range mustList(t, dir, 4) {
+	for _, r := range mustList(t, dir, 5) {
 		if r.Stale {
 			stale++
 		}
@@ -90,11 +92,13 @@ func TestStaleAndSweep(t *testing.T) {
 			unchecked++
 		}
 	}
-	if stale != 2 || unchecked != 1 {
-		t.Fatalf("%d stale, %d unchecked records; want 2 (dead and reused), 1 (another PID namespace's)", stale, unchecked)
+	if stale != 2 || unchecked != 2 {
+		t.Fatalf("%d stale, %d unchecked records; want 2 (dead and reused), 2 (another PID namespace's)", stale, unchecked)
 	}
-	if n, err := Sweep(dir); err != nil || n != 3 {
-		t.Fatalf("Sweep = %d, %v; want 3 files removed", n, err)
+	// Removed: dead, reused, before (this program's, from an earlier
+	// namespace) and the temporary file; kept: live and other.
+	if n, err := Sweep(dir); err != nil || n != 4 {
+		t.Fatalf("Sweep = %d, %v; want 4 files removed", n, err)
 	}
 	for _, r := range mustList(t, dir, 2) {
 		if r.Stale || r.Kind != KindBackup && !r.Unchecked {

@@ -79,18 +79,24 @@ func readRecord(path string) (Record, bool) {
 	return r, true
 }
 
-// Sweep removes the stale records in dir (never those of another PID
-// namespace, which it cannot check) and temporary files older than a
-// minute (a writer killed between create and rename), and returns how many
-// files it removed. The driver runs it at start. Errors: those of List.
+// Sweep removes the records in dir that no job will end: stale ones, and
+// those of an earlier instance of this program (the same process name, not
+// this process: a driver container restarted gets a new PID namespace, so
+// its predecessor's records cannot be told stale by PID), and temporary
+// files older than a minute (a writer killed between create and rename).
+// It is for a program of which one instance works on dir at a time, the
+// driver, at its start; chainvolctl's records of another namespace stay. It
+// returns how many files it removed. Errors: those of List.
 func Sweep(dir string) (int, error) {
 	recs, err := List(dir)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	self := filepath.Base(os.Args[0])
 	for _, r := range recs {
-		if r.Stale && os.Remove(filepath.Join(dir, r.ID+".json")) == nil {
+		earlier := r.Process == self && (r.Unchecked || r.PID != os.Getpid())
+		if (r.Stale || earlier) && os.Remove(filepath.Join(dir, r.ID+".json")) == nil {
 			n++
 		}
 	}
