@@ -133,6 +133,9 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 			Help: "Bytes of block objects deleted by background gcs."}),
 	}
 	reg.MustRegister(m.runs, m.bytes)
+	for _, r := range []string{"success", "skipped", "failure"} { // present from the start, as newMetrics' counters
+		m.runs.WithLabelValues(r)
+	}
 	return m
 }
 

@@ -34,7 +34,7 @@ const defaultCreateRegion = "us-east-1"
 // (the server is unreachable; one attempt, no retry), and those of
 // os.MkdirAll.
 func CreateTarget(ctx context.Context, rawURL string, creds Credentials) (created bool, err error) {
-	p, err := parseTargetURL(rawURL)
+	p, err := parseURL(rawURL)
 	if err != nil {
 		return false, err
 	}

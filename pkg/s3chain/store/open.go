@@ -48,26 +48,34 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 // parameter, missing directory or bucket), ErrAccessDenied (creds refused
 // by the bucket check), ErrTransient (server unreachable after retries).
 func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) {
-	p, err := parseTargetURL(rawURL)
+	t, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if p.s3 == nil {
-		return newFileStore(p.dir)
+	if t.s3 == nil {
+		return newFileStore(t.dir)
 	}
-	return openS3(ctx, *p.s3, creds)
+	return openS3(ctx, *t.s3, creds)
 }
 
-// targetURL is a parsed target URL: a directory (file://, s3 nil) or an
-// S3 bucket and prefix (s3://).
+// CheckURL reports whether rawURL is a target URL Open accepts, without
+// opening it: no I/O, so a directory that does not exist yet or a bucket
+// out of reach passes. The driver and chainvolctl call it at start so that
+// a malformed -backup-target stops them there, not at the first backup.
+// Errors: ErrBadTarget, as Open's (they never repeat the URL).
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+// targetURL is a parsed target URL: a directory, or an S3 target.
 type targetURL struct {
 	dir string
 	s3  *s3Target
 }
 
-// parseTargetURL parses rawURL by the rules of Open. Errors: ErrBadTarget,
-// without the URL (it might hold a secret).
-func parseTargetURL(rawURL string) (targetURL, error) {
+// parseURL checks rawURL's syntax for Open and CheckURL.
+func parseURL(rawURL string) (targetURL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// *url.Error repeats the whole URL, which might hold a secret.

@@ -39,7 +39,10 @@ type Set struct {
 
 // NewSet parses NAME=URL specs; with none, the only target is DefaultName at
 // defaultURL (the embedded default). Names must match [a-z0-9-]{1,16} and be
-// unique. fileSecrets are used where a request brings none.
+// unique; URLs must pass store.CheckURL (syntax only: a missing directory or
+// an unreachable bucket is found by Open). fileSecrets are used where a
+// request brings none. Errors name the spec or the target and say what is
+// wrong; URL errors wrap store.ErrBadTarget.
 func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error) {
 	s := &Set{file: fileSecrets}
 	if len(specs) == 0 {
@@ -51,6 +54,9 @@ func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error
 		name, url, ok := strings.Cut(spec, "=")
 		if !ok || !namePattern.MatchString(name) || url == "" {
 			return nil, fmt.Errorf("backup target %q must be NAME=URL with NAME of 1-16 [a-z0-9-]", spec)
+		}
+		if err := store.CheckURL(url); err != nil {
+			return nil, fmt.Errorf("backup target %q: %w", name, err)
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("backup target %q is given twice", name)
