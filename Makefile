@@ -32,7 +32,7 @@ UNIT_CMD := $(GO) test -json -race -count=1 $(UNIT_PKGS)
 SANITY_CMD := $(GO) test -json -count=1 -timeout 30m ./test/sanity/...
 E2E_CMD := $(GO) test -json -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
-.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo image image-docker clean e2e-cluster e2e-k8s-storage verify-protocol
+.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo demo-s3 image image-docker clean e2e-cluster e2e-k8s-storage verify-protocol
 
 help: ## list targets with what they do
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## / { name[++n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1) } \
@@ -83,6 +83,9 @@ deps: ## install what the tests need (missing Debian packages only, versitygw); 
 
 demo: deps build ## the main job: backup then restore through the driver's socket
 	bash hack/demo.sh
+
+demo-s3: deps build ## docs/operator.md "Try it on S3 in five minutes" as written: versitygw on loopback, target init, full + incremental backup, restore compared (no root)
+	bash hack/demo-s3.sh
 
 image: build ## node-plugin image without a container engine, then prints how to import and install it (root, Debian base cached)
 	@bash hack/apt-install.sh debootstrap

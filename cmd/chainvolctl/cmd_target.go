@@ -29,7 +29,7 @@ the only target is "default", the driver's embedded file://STATE_DIR/backups.`,
   chainvolctl --target a=file:///srv/backups --target b='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd())
+	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd(), a.newTargetInitCmd())
 	return cmd
 }
 
@@ -92,7 +92,7 @@ to create a chain's first backup). For S3 it also reports the bucket's
 Object Lock (enabled, default retention) and the retention the target asks
 for (lock=, retain=), and fails a target whose bucket cannot keep it.
 Exits 1 if any target fails.`,
-		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bkt?endpoint=h:9000&region=r' target check off",
+		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://chainvol-offsite?endpoint=10.0.0.5:9000&region=us-east-1' target check off",
 		RunE: a.run(func(cmd *cobra.Command, names []string) error {
 			set, err := a.targetSet()
 			if err != nil {
@@ -116,19 +116,22 @@ Exits 1 if any target fails.`,
 				}
 				rows = append(rows, r)
 			}
-			err = a.emit(cmd, rows, func(w io.Writer) error {
-				tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR/NOTE")
-				for _, r := range rows {
-					tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error+r.Note))
-				}
-				return tb.flush()
-			})
+			err = a.emit(cmd, rows, func(w io.Writer) error { return checkTable(w, rows...) })
 			if err == nil && failed > 0 {
 				err = fmt.Errorf("%d of %d targets failed the check", failed, len(rows))
 			}
 			return err
 		}),
 	}
+}
+
+// checkTable prints the rows of a check.
+func checkTable(w io.Writer, rows ...targetRow) error {
+	tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR/NOTE")
+	for _, r := range rows {
+		tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error+r.Note))
+	}
+	return tb.flush()
 }
 
 // checkTarget lists the target, then writes, reads and deletes a probe.

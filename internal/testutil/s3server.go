@@ -40,6 +40,9 @@ type S3Server struct {
 	// (StartS3ObjectLock); Versioned: the gateway keeps object versions
 	// (StartS3ObjectLockVersioned), as AWS does for every Object Lock bucket.
 	ObjectLock, Versioned bool
+	// bin is the versitygw binary; iamDir, when set, holds the accounts
+	// of its internal IAM (StartS3WithUsers).
+	bin, iamDir string
 }
 
 // URL returns the s3:// target URL for store.Open naming Bucket and
@@ -111,9 +114,10 @@ func StartS3ObjectLockVersioned(t testing.TB) S3Server {
 	return startS3(t, nil, s3Options{lock: true, versioned: true})
 }
 
-// s3Options are the variants of a started gateway.
+// s3Options are the variants of a started gateway: an Object Lock
+// bucket, a versioning directory, versitygw's internal IAM (users).
 type s3Options struct {
-	lock, versioned bool
+	lock, versioned, users bool
 }
 
 // startS3 is StartS3, over HTTPS when tls is not nil, with the bucket and
@@ -131,6 +135,10 @@ func startS3(t testing.TB, tls *s3TLS, o s3Options) S3Server {
 		Dir:        t.TempDir(),
 		ObjectLock: o.lock,
 		Versioned:  o.versioned,
+		bin:        bin,
+	}
+	if o.users {
+		s.iamDir = t.TempDir()
 	}
 	// A port picked by the kernel can be taken before versitygw binds it;
 	// try a few.
@@ -153,6 +161,9 @@ func (s *S3Server) start(t testing.TB, bin string, tls *s3TLS) error {
 	}
 	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"--port", s.Endpoint, "--health", "/health", "--quiet"}
+	if s.iamDir != "" {
+		args = append(args, "--iam-dir", s.iamDir)
+	}
 	scheme, client := "http", &http.Client{Timeout: time.Second}
 	if tls != nil {
 		args = append(args, "--cert", tls.certFile, "--key", tls.keyFile)

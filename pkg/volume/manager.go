@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/jobrec"
 )
 
 // Manager owns the lifecycle state of one node's volumes that is not on
@@ -53,7 +54,8 @@ type Config struct {
 	// StateDir holds the restores' checkpoints and seed records
 	// (restores/), the backups' image records (images/) and the records
 	// of backup snapshot and group snapshot names (snapshots/, groups/:
-	// names.go).
+	// names.go), and the progress records of running jobs (jobs/:
+	// pkg/jobrec, read by `chainvolctl jobs`).
 	StateDir string
 	// Node names this node in messages.
 	Node string
@@ -70,7 +72,7 @@ type Config struct {
 // It first removes what a killed driver left in the state directory
 // (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
-	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool},
+	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(recordDir(cfg.StateDir)), locks: newLockSet(), refs: refIndex{pool: pool},
 		spaceKick:    make(chan struct{}, 1),
 		backupNames:  &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")},
 		backupGroups: &nameStore{dir: filepath.Join(cfg.StateDir, "groups")}}
@@ -94,6 +96,16 @@ func (m *Manager) LockChain(tgt, chain string) (unlock func()) {
 	mu, _ := m.chainLocks.LoadOrStore(tgt+":"+chain, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	return mu.(*sync.Mutex).Unlock
+}
+
+// recordDir is where the jobs of a manager with state directory stateDir
+// publish their progress; "" (no state directory, as in unit tests) for
+// nowhere.
+func recordDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return jobrec.DirOf(stateDir)
 }
 
 // StartJob runs fn in the background under key unless a job with that key

@@ -128,6 +128,31 @@ func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]strin
 	return repo, err
 }
 
+// Create makes target name's directory or bucket (store.CreateTarget) with
+// the request's secrets overlaid on the file's, and reports whether it
+// created it. Errors: ErrUnknownTarget, ErrBadSecret, those of reading the
+// credentials file, and those of store.CreateTarget, prefixed with the
+// target's name.
+func (s *Set) Create(ctx context.Context, name string, reqSecrets map[string]string) (bool, error) {
+	t, err := s.Lookup(name)
+	if err != nil {
+		return false, err
+	}
+	file, err := s.fileSecrets(false)
+	if err != nil {
+		return false, err
+	}
+	creds, err := file.merge(SecretsFromMap(reqSecrets)).Credentials()
+	if err != nil {
+		return false, err
+	}
+	created, err := store.CreateTarget(ctx, t.URL, creds)
+	if err != nil {
+		return false, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	return created, nil
+}
+
 // fileSecrets returns the credentials file's secrets (read again if it
 // changed, or if force is set).
 func (s *Set) fileSecrets(force bool) (Secrets, error) {
