@@ -2,6 +2,8 @@ package s3chain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +29,9 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return err
+	}
+	if cfg.ReadyRecords {
+		return r.deleteDecided(ctx, cfg, backupID)
 	}
 	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
 		if _, err := r.store.Stat(ctx, manifestKey(chain, backupID)); errors.Is(err, store.ErrObjectNotFound) {
@@ -58,6 +63,32 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	}
 	_, err = r.purgeTombstones(ctx, chain, slices.Delete(all, i, i+1), gone)
 	return err
+}
+
+// deleteDecided deletes backup id of a chain with state records (ready or
+// not: a manifest left unready may be deleted too), after making sure its
+// id has a state record (a void one, unless it has one): the record stays,
+// so the id is never taken again and the delete, however late it lands,
+// can only ever remove the manifest it was meant for or one that is never
+// a backup (FORMAT.md §7.4).
+func (r *Repo) deleteDecided(ctx context.Context, cfg *chainConfig, id string) error {
+	key := manifestKey(cfg.Chain, id)
+	raw, err := r.store.GetMax(ctx, key, maxManifestBytes)
+	if errors.Is(err, store.ErrObjectNotFound) {
+		return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, cfg.Chain, id)
+	} else if err != nil && !errors.Is(err, store.ErrObjectTooLarge) {
+		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	// The stored bytes' digest: Manifest.Digest of a valid (canonical) one,
+	// and a void record for anything else stored there.
+	sum := sha256.Sum256(raw)
+	if _, err := r.decide(ctx, cfg.Chain, id, hex.EncodeToString(sum[:]), stateVoid); err != nil {
+		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	if err := r.store.Delete(ctx, manifestKey(cfg.Chain, id)); err != nil {
+		return fmt.Errorf("delete manifest of backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	return nil
 }
 
 // hasV1Dependent reports whether a version-1 manifest links to id as its
