@@ -2,8 +2,6 @@ package s3chain
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -73,19 +71,17 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 // a backup (FORMAT.md §7.4).
 func (r *Repo) deleteDecided(ctx context.Context, cfg *chainConfig, id string) error {
 	key := manifestKey(cfg.Chain, id)
-	raw, err := r.store.GetMax(ctx, key, maxManifestBytes)
-	if errors.Is(err, store.ErrObjectNotFound) {
+	if _, err := r.store.Stat(ctx, key); errors.Is(err, store.ErrObjectNotFound) {
 		return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, cfg.Chain, id)
-	} else if err != nil && !errors.Is(err, store.ErrObjectTooLarge) {
+	} else if err != nil {
 		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
 	}
-	// The stored bytes' digest: Manifest.Digest of a valid (canonical) one,
-	// and a void record for anything else stored there.
-	sum := sha256.Sum256(raw)
-	if _, err := r.decide(ctx, cfg.Chain, id, hex.EncodeToString(sum[:]), stateVoid); err != nil {
+	// A void record names no manifest: every one under the id is dead.
+	_, err := r.createState(ctx, cfg.Chain, id, "", stateVoid)
+	if err != nil && !errors.Is(err, store.ErrObjectExists) { // decided already (ready, say): kept
 		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
 	}
-	if err := r.store.Delete(ctx, manifestKey(cfg.Chain, id)); err != nil {
+	if err := r.store.Delete(ctx, key); err != nil {
 		return fmt.Errorf("delete manifest of backup %q in chain %q: %w", id, cfg.Chain, err)
 	}
 	return nil

@@ -27,12 +27,14 @@ const (
 func stateKey(chain, id string) string { return manifestDir(chain) + id + stateSuffix }
 
 type stateRecord struct {
-	FormatVersion int       `json:"formatVersion"`
-	Chain         string    `json:"chain"`
-	ID            string    `json:"id"`
-	State         string    `json:"state"`    // stateReady or stateVoid
-	Manifest      string    `json:"manifest"` // Manifest.Digest of the manifest it decides
-	CreatedAt     time.Time `json:"createdAt"`
+	FormatVersion int    `json:"formatVersion"`
+	Chain         string `json:"chain"`
+	ID            string `json:"id"`
+	State         string `json:"state"` // stateReady or stateVoid
+	// Manifest is the Manifest.Digest of the manifest it decides; "" in a
+	// void record of a delete: every manifest under the id is dead.
+	Manifest  string    `json:"manifest"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // readiness is what a chain's state records say of one stored manifest.
@@ -85,21 +87,29 @@ func (r *Repo) readState(ctx context.Context, chain, id string) (*stateRecord, e
 // mistakes its own landed record for another's. Errors: store errors
 // (nothing is known then).
 func (r *Repo) decide(ctx context.Context, chain, id, manifestDigest, state string) (*stateRecord, error) {
-	rec := &stateRecord{FormatVersion: FormatVersion, Chain: chain, ID: id, State: state,
-		Manifest: manifestDigest, CreatedAt: time.Now().UTC()}
-	data, _ := json.Marshal(rec)
-	err := r.store.PutIfAbsent(ctx, stateKey(chain, id), data)
-	if err == nil {
-		return rec, nil
-	}
-	if errors.Is(err, store.ErrNotAtomic) {
-		return nil, errNoConditionalWrites(chain, err)
+	rec, err := r.createState(ctx, chain, id, manifestDigest, state)
+	if err == nil || errors.Is(err, store.ErrBadTarget) {
+		return rec, err
 	}
 	got, rerr := r.readState(context.WithoutCancel(ctx), chain, id)
 	if rerr == nil && got != nil {
 		return got, nil
 	}
 	return nil, fmt.Errorf("record state of backup %q in chain %q: %w", id, chain, errors.Join(err, rerr))
+}
+
+// createState creates the record of id saying state for manifestDigest.
+// Errors: store.ErrObjectExists (the id is decided), ErrNotAtomic wrapped in
+// store.ErrBadTarget (errNoConditionalWrites), store errors.
+func (r *Repo) createState(ctx context.Context, chain, id, manifestDigest, state string) (*stateRecord, error) {
+	rec := &stateRecord{FormatVersion: FormatVersion, Chain: chain, ID: id, State: state,
+		Manifest: manifestDigest, CreatedAt: time.Now().UTC()}
+	data, _ := json.Marshal(rec)
+	err := r.store.PutIfAbsent(ctx, stateKey(chain, id), data)
+	if errors.Is(err, store.ErrNotAtomic) {
+		return nil, errNoConditionalWrites(chain, err)
+	}
+	return rec, err
 }
 
 // markReady makes committed and confirmed m a ready backup: it creates its
