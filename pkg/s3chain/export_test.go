@@ -122,3 +122,23 @@ func DowngradeChainForTest(ctx context.Context, r *Repo, chain string) error {
 
 // ConfigKeyForTest returns the object key of chain's config (FORMAT.md §2).
 func ConfigKeyForTest(chain string) string { return configKey(chain) }
+
+// CreateV3ConfigWithoutStatesForTest writes the config a version-3 writer
+// made before state records (FORMAT.md §7.4): formatVersion 3, BLAKE3 block
+// names, no readyRecords, so every manifest of the chain is listed.
+func CreateV3ConfigWithoutStatesForTest(ctx context.Context, r *Repo, chain string, blockSize int64) error {
+	secret := make([]byte, digestKeyLen)
+	_, _ = rand.Read(secret)
+	cfg := &chainConfig{FormatVersion: 3, Chain: chain, BlockSize: blockSize, CreatedAt: time.Now().UTC(),
+		Digest: digestBLAKE3, Compression: "zstd", Encryption: encNone, Secret: secret}
+	if r.wrap != nil {
+		cfg.Encryption = encAESGCM
+		cfg.Secret = seal(r.wrap, secret, []byte(secretAAD+chain))
+	}
+	data, _ := json.Marshal(cfg)
+	return r.store.Put(ctx, configKey(chain), data)
+}
+
+// StateKeyForTest returns the key of the state record of backup id of
+// chain (FORMAT.md §7.4).
+func StateKeyForTest(chain, id string) string { return stateKey(chain, id) }
