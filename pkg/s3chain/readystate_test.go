@@ -80,7 +80,9 @@ func (fw *fenceWorld) state(id string) (string, string) {
 	return rec.State, rec.Manifest
 }
 
-func isManifest(k string) bool { return strings.HasPrefix(k, "manifests/") && strings.HasSuffix(k, ".json") }
+func isManifest(k string) bool {
+	return strings.HasPrefix(k, "manifests/") && strings.HasSuffix(k, ".json")
+}
 
 // manifestDigest is Manifest.Digest of the bytes stored for id ("" if none).
 func (fw *fenceWorld) manifestDigest(id string) string {
