@@ -179,7 +179,7 @@ func (j *backupJob) load(ctx context.Context) error {
 		j.id = NewBackupID(time.Now()) // taken (never in practice): the commit draws another
 	} else if _, err := j.r.store.Stat(ctx, manifestKey(j.o.Chain, j.id)); err == nil {
 		return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, j.o.Chain, j.id)
-	} else if _, err := j.r.store.Stat(ctx, stateKey(j.o.Chain, j.id)); err == nil && j.cfg.ReadyRecords {
+	} else if j.cfg.ReadyRecords && j.r.idDecided(ctx, j.o.Chain, j.id) {
 		return errIDUsed(j.o.Chain, j.id) // checked again by markReady
 	}
 	j.known = map[digest]bool{}

@@ -65,6 +65,9 @@ func (rec *stateRecord) of(m *Manifest) readiness {
 // readState reads the state record of id in chain: nil when there is
 // none. Errors: ErrInvalidManifest (not a record of that id), store errors.
 func (r *Repo) readState(ctx context.Context, chain, id string) (*stateRecord, error) {
+	if rec, ok := r.states.Load(stateKey(chain, id)); ok {
+		return rec.(*stateRecord), nil
+	}
 	data, err := r.store.GetMax(ctx, stateKey(chain, id), maxStateBytes)
 	if errors.Is(err, store.ErrObjectNotFound) {
 		return nil, nil
@@ -77,6 +80,7 @@ func (r *Repo) readState(ctx context.Context, chain, id string) (*stateRecord, e
 		(rec.State != stateReady && rec.State != stateVoid) {
 		return nil, fmt.Errorf("%w: state record of backup %q in chain %q", ErrInvalidManifest, id, chain)
 	}
+	r.states.Store(stateKey(chain, id), &rec)
 	return &rec, nil
 }
 
@@ -108,6 +112,9 @@ func (r *Repo) createState(ctx context.Context, chain, id, manifestDigest, state
 	err := r.store.PutIfAbsent(ctx, stateKey(chain, id), data)
 	if errors.Is(err, store.ErrNotAtomic) {
 		return nil, errNoConditionalWrites(chain, err)
+	}
+	if err == nil {
+		r.states.Store(stateKey(chain, id), rec)
 	}
 	return rec, err
 }
@@ -193,4 +200,11 @@ func (r *Repo) unreadyManifest(ctx context.Context, chain, id string) (*Manifest
 		return m, nil
 	}
 	return m, err
+}
+
+// idDecided reports whether id of chain has a state record (a read error
+// counts as none: markReady decides in the end).
+func (r *Repo) idDecided(ctx context.Context, chain, id string) bool {
+	rec, err := r.readState(ctx, chain, id)
+	return err == nil && rec != nil
 }
