@@ -142,14 +142,13 @@ func ReuseScope(ready bool) Scope {
 }
 
 // ReadyScopes are the scopes the protocol with state records must survive:
-// the listed one (the lockless combined scope), id reuse, the combined
-// ones and a gc's late DELETE with a kill; long adds every other v3 scope
-// (each with state records and the listed invariant on).
+// the listed one (the lockless combined scope), id reuse and the combined
+// one with locks; long adds every other v3 scope (each with state records
+// and the listed invariant on).
 func ReadyScopes(long bool) []Scope {
 	out := []Scope{ListedScope(true, long), ReuseScope(true)}
 	for _, sc := range V3Scopes(false) {
-		keep := sc.Name == "combined" || sc.Name == "combined-no-if-none-match" || sc.Name == "late-delete+kill+abandon"
-		if sc.NoLocks || !(keep || long) {
+		if sc.NoLocks || !(sc.Name == "combined" || long) {
 			continue // lockless: ListedScope
 		}
 		sc.Name += "+ready"
