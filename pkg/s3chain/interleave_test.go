@@ -353,12 +353,7 @@ func (w *world) checkListed() {
 	}
 	repo, _ := s3chain.NewRepo(w.store, s3chain.RepoOptions{})
 	ctx := context.Background()
-	ms, err := repo.Backups(ctx, ilChain)
-	if err != nil {
-		w.violation("list after the schedule: %v", err)
-		return
-	}
-	for _, m := range ms {
+	for _, m := range w.listed(repo) {
 		dest := filepath.Join(w.dir, "listed-"+m.ID)
 		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: ilChain, BackupID: m.ID, Destination: dest}); err != nil {
 			w.violation("restore of listed backup %s: %v", m.ID, err)
@@ -369,17 +364,22 @@ func (w *world) checkListed() {
 	}
 }
 
+// listed returns the chain's backups after the schedule (none, and a
+// violation, if it cannot be listed).
+func (w *world) listed(repo *s3chain.Repo) []*s3chain.Manifest {
+	ms, err := repo.Backups(context.Background(), ilChain)
+	if err != nil {
+		w.violation("list after the schedule: %v", err)
+	}
+	return ms
+}
+
 // drain deletes every backup, lets abandoned locks expire, collects, and
 // checks that nothing is left: no block, no lock.
 func (w *world) drain() {
 	repo, _ := s3chain.NewRepo(w.store, s3chain.RepoOptions{LeaseTTL: w.ttl})
 	ctx := context.Background()
-	ms, err := repo.Backups(ctx, ilChain)
-	if err != nil {
-		w.violation("list after the schedule: %v", err)
-		return
-	}
-	for _, m := range ms {
+	for _, m := range w.listed(repo) {
 		if err := repo.DeleteBackup(ctx, ilChain, m.ID); err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
 			w.violation("delete %s after the schedule: %v", m.ID, err)
 		}
@@ -388,6 +388,7 @@ func (w *world) drain() {
 	// A gc may lose its short lease on a loaded machine: it then stops, and
 	// the next one finishes the job.
 	var st s3chain.GCStats
+	var err error
 	for range 5 {
 		if st, err = repo.GC(ctx, s3chain.GCOptions{}); err == nil && st.SkippedChains == 0 {
 			break

@@ -1,9 +1,6 @@
 package protomodel
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // The protocol before state records lists every manifest: the checker
 // finds a listed backup that does not restore in each instance of
@@ -50,17 +47,4 @@ func TestReadyMutantsFail(t *testing.T) {
 // TestReadySafe explores every schedule of the scopes above with state
 // records: no listed backup fails to restore, no ready one is lost, no
 // DELETE of a manifest removes another than the one meant.
-func TestReadySafe(t *testing.T) {
-	for _, sc := range ReadyScopes(long) {
-		t.Run(sc.Name, func(t *testing.T) {
-			r := Check(sc, nil, 0)
-			logResult(t, r)
-			if v := r.Violation; v != nil {
-				t.Fatalf("%s: %s:\n  %s", v.Kind, v.Detail, strings.Join(v.Trace, "\n  "))
-			}
-			if !r.Complete {
-				t.Fatalf("search stopped at the state limit: the scope is too big to be exhaustive")
-			}
-		})
-	}
-}
+func TestReadySafe(t *testing.T) { mustBeSafe(t, ReadyScopes(long)) }
