@@ -357,3 +357,42 @@ func TestReadyRecordLostAnswer(t *testing.T) {
 	}
 	fw.checkReady("lost answer of the ready record")
 }
+
+// A writer paused after its confirm passed, before its ready record lands,
+// while the store's clock steps two hours on: its lock and its manifest
+// look abandoned, and a gc (MinAge one hour) voids and deletes the
+// manifest. Voiding only makes that writer fail: its late ready record
+// loses to the void one, it is never listed, and the ready base restores.
+func TestReadyVoidWhileConfirming(t *testing.T) {
+	fw, setup := readyWorld(t, false)
+	base := fw.mustBackup(setup, fw.image(1, 4), "")
+	view, w := fw.actor()
+	mark := view.Hold(storetest.OpPutIfAbsent, func(k string) bool { return strings.HasSuffix(k, ".state") }, 1)
+	src := fw.source(fw.image(2, 4))
+	run := start(func() error {
+		_, _, err := w.Backup(context.Background(), fw.opts(src, "slow"))
+		return err
+	})
+	if _, ok := reach(t, mark, run, 5*time.Second); !ok {
+		t.Fatalf("the backup made no ready record: %v", run.wait(t))
+	}
+	digest := fw.manifestDigest("slow")
+	fw.root.StepClock(2 * time.Hour)
+	_, gcRepo := fw.actor()
+	st, err := gcRepo.GC(context.Background(), s3chain.GCOptions{Chain: fw.chain, MinAge: time.Hour})
+	if err != nil || st.VoidedBackups != 1 || st.DeletedManifests != 1 {
+		t.Fatalf("gc after the clock step: %+v, %v; want the confirming backup voided and deleted", st, err)
+	}
+	mark.Release()
+	// ErrChainBusy (voided), or ErrLeaseLost if its lease ran out first.
+	if err := run.wait(t); !errors.Is(err, s3chain.ErrChainBusy) && !errors.Is(err, s3chain.ErrLeaseLost) {
+		t.Errorf("the voided writer: %v, want ErrChainBusy", err)
+	}
+	if s, d := fw.state("slow"); s != "void" || d != digest {
+		t.Errorf("state %q for %s, want void for %s", s, d, digest)
+	}
+	if got := fw.listedIDs(); !slices.Equal(got, []string{base.ID}) {
+		t.Errorf("listed %v, want only %s", got, base.ID)
+	}
+	fw.checkReady("a gc voids a backup whose writer still confirms")
+}
