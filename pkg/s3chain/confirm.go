@@ -199,12 +199,14 @@ func (r *Repo) locateBlock(ctx context.Context, chain string, d digest, avoid ma
 // does before reporting ready, that every block has an object no gc may
 // still delete, storing again from source (the snapshot the backup was
 // made of) what is missing or condemned. Only then may the backup be
-// reported ready. Errors: ErrBackupNotFound, ErrCorruptBlock (source no
+// reported ready; in a chain with state records it creates the backup's
+// ready record (FORMAT.md §7.5). Errors: ErrBackupNotFound (also for a
+// voided backup), ErrCorruptBlock (source no
 // longer holds the backup's bytes: the backup must be made again),
 // ErrChainOwned (the chain was taken over meanwhile), ErrChainBusy, store
 // and I/O errors.
 func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) error {
-	cfg, path, blocks, err := r.resolve(ctx, chain, id)
+	cfg, path, blocks, err := r.resolveWith(ctx, chain, id, r.unreadyManifest)
 	if err != nil {
 		return err
 	}
@@ -225,11 +227,12 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	}
 	// As after Backup's commit: a takeover that landed first wins.
 	if err := r.stillOwner(ctx, cfg, &BackupOptions{Owner: m.Owner}); err != nil {
-		r.retract(ctx, m)
+		r.disown(ctx, cfg, m)
+		r.retract(ctx, cfg, m)
 		return err
 	}
-	if err := j.retainManifest(ctx, m); err != nil {
-		r.retract(ctx, m)
+	if err := j.makeReady(ctx, m); err != nil {
+		r.retract(ctx, cfg, m)
 		return err
 	}
 	return nil

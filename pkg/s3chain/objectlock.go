@@ -259,3 +259,21 @@ func (j *backupJob) retainFound(ctx context.Context, found map[digest]string) er
 func (j *backupJob) retainManifest(ctx context.Context, m *Manifest) error {
 	return j.r.retainKeys(ctx, []string{manifestKey(m.Chain, m.ID)}, j.ret)
 }
+
+// makeReady makes the confirmed m ready: its manifest under retention
+// first (on a lock= target a ready backup is never unlocked), then, in a
+// chain with state records, its ready record (FORMAT.md §7.5), itself
+// retained, so that a bucket writer cannot hide the backup before its
+// date by deleting the record. Errors: retainKeys', markReady's.
+func (j *backupJob) makeReady(ctx context.Context, m *Manifest) error {
+	if err := j.retainManifest(ctx, m); err != nil {
+		return err
+	}
+	if !j.cfg.ReadyRecords {
+		return nil
+	}
+	if err := j.r.markReady(ctx, m); err != nil {
+		return err
+	}
+	return j.r.retainKeys(ctx, []string{stateKey(m.Chain, m.ID)}, j.ret)
+}

@@ -180,6 +180,10 @@ type GCStats struct {
 	// alone without being condemned; LockedBytes are their bytes.
 	LockedBlocks int
 	LockedBytes  int64
+	// VoidedBackups: manifests left unready (their writer stopped between
+	// commit and confirm) for MinAge, voided; DeletedManifests: voided
+	// manifests deleted (FORMAT.md §7.5). Not counted in a dry run.
+	VoidedBackups, DeletedManifests int
 	// TempFiles are temporary files of killed writers that a file store
 	// (store.TempSweeper) held for longer than the grace MinTempAge (or
 	// MinAge, if longer), deleted (or would be, in a dry run), and

@@ -23,6 +23,7 @@ type Repo struct {
 
 	mu      sync.Mutex
 	configs map[string]*chainConfig // by chain name, once opened
+	states  sync.Map                // state records read or made, by key: never changed (FORMAT.md §7.5)
 }
 
 // NewRepo returns a Repo over s. opts.EncryptionKey must be nil (no
