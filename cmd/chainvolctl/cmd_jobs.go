@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -110,8 +111,14 @@ func jobsTable(w io.Writer, rows []jobRow) error {
 
 // publishJob starts the progress record of this process's backup or
 // restore in --state-dir's jobs/, next to the driver's, for "jobs". It is
-// best effort: without a writable state directory nothing is published.
+// best effort: without a writable state directory nothing is published,
+// and a state directory that does not exist is not created for it (on a
+// machine that is not a node, a backup to S3 leaves no /var/lib/chainvol
+// behind, which `make e2e-cluster` would take for a node's state).
 func (a *app) publishJob(kind, what, backup, subject string) *jobrec.Publisher {
+	if fi, err := os.Stat(a.stateDir); err != nil || !fi.IsDir() {
+		return nil
+	}
 	return jobrec.Start(jobrec.DirOf(a.stateDir), jobrec.Record{Kind: kind, What: what, Backup: backup, Subject: subject})
 }
 

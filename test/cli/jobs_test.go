@@ -60,6 +60,11 @@ func checkRunning(t *testing.T, j jobOut, backupPrefix string) {
 func TestJobsShowsCLIRestore(t *testing.T) {
 	e := newRestoreEnv(t)
 	state := e.g[1]
+	// A CLI job is published only into a state directory that exists (a
+	// node's); chainvolctl never creates one for it.
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	e.proxy.delay.Store(int64(300 * time.Millisecond))
 	defer e.proxy.delay.Store(0)
 	start := func(to string) (*exec.Cmd, *bytes.Buffer) {
