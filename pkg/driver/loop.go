@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	utilexec "k8s.io/utils/exec"
 )
@@ -80,9 +81,17 @@ func loopBacking(dev string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// detachSettle bounds how long detach waits for a device it detached to
+// let go of its file.
+const detachSettle = 3 * time.Second
+
 // detach releases every loop device backing file; none is not an error.
 // A device still in use is only marked for autoclear by the kernel, so each
-// device is detached once rather than until the lookup comes back empty.
+// device is detached once rather than until the lookup comes back empty;
+// then detach waits (up to detachSettle) for the kernel to let go: udev's
+// probe of a device just closed after writing holds it open for a moment,
+// and a DeleteVolume right after NodeUnstageVolume returned would find the
+// volume still attached (FailedPrecondition).
 func (l *loopDevices) detach(ctx context.Context, file string) error {
 	devs, err := l.list(ctx, file)
 	if err != nil {
@@ -91,6 +100,16 @@ func (l *loopDevices) detach(ctx context.Context, file string) error {
 	for _, dev := range devs {
 		if out, err := l.exec.CommandContext(ctx, "losetup", "--detach", dev).CombinedOutput(); err != nil {
 			return fmt.Errorf("losetup --detach %s: %v: %s", dev, err, strings.TrimSpace(string(out)))
+		}
+	}
+	for deadline := time.Now().Add(detachSettle); len(devs) > 0 && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		if devs, err = l.list(ctx, file); err != nil {
+			return nil // detached as asked; the lookup is only a courtesy
 		}
 	}
 	return nil
