@@ -182,7 +182,7 @@ func (r *Repo) loadManifest(ctx context.Context, cfg *chainConfig, id string) (*
 	if m.Chain != cfg.Chain || m.ID != id || m.BlockSize != cfg.BlockSize {
 		return nil, fmt.Errorf("%w: object of backup %q in chain %q holds backup %q of chain %q (block size %d)", ErrInvalidManifest, id, cfg.Chain, m.ID, m.Chain, m.BlockSize)
 	}
-	if err := cfg.checkMAC(m); err != nil {
+	if err := cfg.checkStoredMAC(m, data); err != nil {
 		if fresh := r.reloadConfig(ctx, cfg); fresh != nil {
 			return r.loadManifest(ctx, fresh, id) // the chain was re-created since cfg was cached
 		}

@@ -1,0 +1,247 @@
+package s3chain_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
+)
+
+// BenchmarkScale measures how the cost of the engine's whole-chain and
+// whole-target operations grows with the work (issue 29, "scale"), on
+// synthetic chains in the in-memory store: for each operation, wall time
+// and peak heap (beyond what was live before: the store's objects) at a
+// few sizes, the growth exponents fitted to them (log-log least squares:
+// 1 is linear, 0 independent of the size) and the figures at the largest
+// size. Run: go test -run '^$' -bench Scale -benchtime 1x ./pkg/s3chain/
+// (about a minute; docs/BENCHMARKS.md records a run).
+func BenchmarkScale(b *testing.B) {
+	for _, c := range []scaleCase{manifestScale(), gcScale(), listScale(), beforeScale()} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				runScale(b, c)
+			}
+		})
+	}
+}
+
+// scaleCase is one operation measured at several sizes: setup builds the
+// target of size n and returns the operation to measure.
+type scaleCase struct {
+	name, unit string
+	sizes      []int
+	setup      func(b *testing.B, n int) func() error
+}
+
+type scalePoint struct {
+	n     int
+	took  time.Duration
+	peak  uint64 // bytes of heap beyond the baseline
+	alloc uint64 // bytes allocated
+}
+
+func runScale(b *testing.B, c scaleCase) {
+	var pts []scalePoint
+	for _, n := range c.sizes {
+		op := c.setup(b, n)
+		p := measure(b, op)
+		p.n = n
+		pts = append(pts, p)
+		b.Logf("%s: %d %s: %v, peak heap %.1f MiB beyond the store, %.0f B allocated per %s",
+			c.name, n, c.unit, p.took.Round(time.Millisecond), float64(p.peak)/(1<<20), float64(p.alloc)/float64(n), c.unit)
+	}
+	last := pts[len(pts)-1]
+	tExp := fitExponent(pts, func(p scalePoint) float64 { return p.took.Seconds() })
+	mExp := fitExponent(pts, func(p scalePoint) float64 { return float64(p.peak) })
+	b.Logf("%s: time exponent %.2f, peak memory exponent %.2f; at %d %s: %v, %.1f MiB",
+		c.name, tExp, mExp, last.n, c.unit, last.took.Round(time.Millisecond), float64(last.peak)/(1<<20))
+	b.ReportMetric(tExp, "time-exp")
+	b.ReportMetric(mExp, "mem-exp")
+	b.ReportMetric(last.took.Seconds(), "s-at-max")
+	b.ReportMetric(float64(last.peak)/(1<<20), "MiB-at-max")
+	b.ReportMetric(float64(last.alloc)/float64(last.n), "B/"+c.unit)
+}
+
+// measure runs op once after a GC and returns its wall time, the peak of
+// the live heap above the level before (sampled every 100 µs, and at the
+// end) and the bytes it allocated.
+func measure(b *testing.B, op func() error) scalePoint {
+	runtime.GC()
+	base, alloc0 := heapLive(), totalAlloc()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(100 * time.Microsecond)
+		defer t.Stop()
+		for {
+			if h := heapLive(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	err := op()
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := scalePoint{took: took, alloc: totalAlloc() - alloc0}
+	if pk := peak.Load(); pk > base {
+		p.peak = pk - base
+	}
+	return p
+}
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// heapLive is the heap's object bytes (live and not yet swept).
+func heapLive() uint64   { return readMetric("/memory/classes/heap/objects:bytes") }
+func totalAlloc() uint64 { return readMetric("/gc/heap/allocs:bytes") }
+
+// fitExponent is the slope of log(y) against log(n), least squares.
+func fitExponent(pts []scalePoint, y func(scalePoint) float64) float64 {
+	var sx, sy, sxx, sxy float64
+	for _, p := range pts {
+		x, v := math.Log(float64(p.n)), math.Log(max(y(p), 1e-9))
+		sx, sy, sxx, sxy = sx+x, sy+v, sxx+x*x, sxy+x*v
+	}
+	k := float64(len(pts))
+	return (k*sxy - sx*sy) / (k*sxx - sx*sx)
+}
+
+var scaleEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const scaleBS = s3chain.DefaultBlockSize
+
+// writeBackups stores backups of chain, each a volume of blocks data
+// blocks.
+func writeBackups(b *testing.B, r *s3chain.Repo, chain string, backups, blocks int, objects bool) {
+	ctx := context.Background()
+	idx := make([]int64, blocks)
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	parent := ""
+	for k := range backups {
+		id := fmt.Sprintf("b%07d", k)
+		_, err := s3chain.WriteSyntheticBackupForTest(ctx, r, s3chain.SyntheticBackup{Chain: chain, ID: id, Parent: parent,
+			CreatedAt: scaleEpoch.Add(time.Duration(k) * time.Minute), SizeBytes: int64(blocks) * scaleBS,
+			Blocks: idx, Seed: uint64(k % 2), Objects: objects && k < 2}, scaleBS)
+		if err != nil {
+			b.Fatal(err)
+		}
+		parent = id
+	}
+}
+
+// manifestScale: reading (GET, decode, MAC) the manifest of one backup of
+// n data blocks; 1 Mi blocks is a 2 TiB volume at 2 MiB blocks.
+func manifestScale() scaleCase {
+	return scaleCase{name: "manifest", unit: "block", sizes: []int{1 << 16, 1 << 18, 1 << 20},
+		setup: func(b *testing.B, n int) func() error {
+			st := storetest.NewMem()
+			writeBackups(b, newRepo(b, st, nil), "scale/m", 1, n, false)
+			r := newRepo(b, st, nil) // a reader with nothing cached
+			return func() error {
+				_, err := r.Manifest(context.Background(), "scale/m", "b0000000")
+				return err
+			}
+		}}
+}
+
+// gcScale: gc of a target of n chains of 100 blocks (1 M blocks at 10,000
+// chains), all referenced (nothing to delete): memory should not depend
+// on the number of chains.
+func gcScale() scaleCase {
+	return scaleCase{name: "gc", unit: "chain", sizes: []int{1000, 3000, 10000},
+		setup: func(b *testing.B, n int) func() error {
+			st := storetest.NewMem()
+			w := newRepo(b, st, nil)
+			for c := range n {
+				writeBackups(b, w, fmt.Sprintf("scale/c%05d", c), 1, 100, true)
+			}
+			r := newRepo(b, st, nil)
+			return func() error {
+				st, err := r.GC(context.Background(), s3chain.GCOptions{})
+				if err == nil && (st.Chains != n || st.Blocks != 100*n) {
+					err = fmt.Errorf("gc saw %d chains, %d blocks; want %d, %d", st.Chains, st.Blocks, n, 100*n)
+				}
+				return err
+			}
+		}}
+}
+
+// listScale: every backup of a target, as ListSnapshots reads it (Chains,
+// then Backups of each), n backups in chains of 100.
+func listScale() scaleCase {
+	return scaleCase{name: "list", unit: "backup", sizes: []int{10000, 30000, 100000},
+		setup: func(b *testing.B, n int) func() error {
+			st := storetest.NewMem()
+			w := newRepo(b, st, nil)
+			for c := range n / 100 {
+				writeBackups(b, w, fmt.Sprintf("scale/l%05d", c), 100, 1, false)
+			}
+			r := newRepo(b, st, nil)
+			return func() error {
+				ctx := context.Background()
+				chains, err := r.Chains(ctx)
+				total := 0
+				for _, c := range chains {
+					ms, err := r.Backups(ctx, c)
+					if err != nil {
+						return err
+					}
+					total += len(ms)
+				}
+				if err == nil && total != n {
+					err = fmt.Errorf("listed %d backups, want %d", total, n)
+				}
+				return err
+			}
+		}}
+}
+
+// beforeScale: resolving "@before:T" (T between the two oldest backups)
+// on a chain of n backups of 1,024 blocks (2 GiB at 2 MiB blocks).
+func beforeScale() scaleCase {
+	return scaleCase{name: "before", unit: "backup", sizes: []int{100, 300, 1000},
+		setup: func(b *testing.B, n int) func() error {
+			st := storetest.NewMem()
+			writeBackups(b, newRepo(b, st, nil), "scale/b", n, 1024, false)
+			r := newRepo(b, st, nil)
+			ref, err := target.ParseRef("scale/b@before:" + scaleEpoch.Add(30*time.Second).Format(time.RFC3339))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func() error {
+				m, err := target.Select(context.Background(), r, ref)
+				if err == nil && m.ID != "b0000000" {
+					err = fmt.Errorf("before: picked %s", m.ID)
+				}
+				return err
+			}
+		}}
+}
