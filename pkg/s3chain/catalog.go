@@ -36,7 +36,20 @@ func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 // CreatedAt, then id). A chain without backups gives an empty list. Errors:
 // ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Backups(ctx context.Context, chain string) ([]*Manifest, error) {
-	all, gone, err := r.allManifests(ctx, chain)
+	return r.backups(ctx, chain, nil)
+}
+
+// BackupHeaders is Backups without the block lists (Blocks nil) in
+// chains of version 2 and 3, so that choosing among a chain's backups
+// (latest, before:T) holds one manifest's block list at a time rather
+// than all of them; a version-1 chain's manifests keep theirs (its
+// tombstones are checked against whole manifests). Same errors as Backups.
+func (r *Repo) BackupHeaders(ctx context.Context, chain string) ([]*Manifest, error) {
+	return r.backups(ctx, chain, func(*Manifest) {})
+}
+
+func (r *Repo) backups(ctx context.Context, chain string, sink func(*Manifest)) ([]*Manifest, error) {
+	all, gone, err := r.allManifests(ctx, chain, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +81,12 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 // allManifests returns every manifest object of chain, oldest first,
 // including deleted version-1 manifests kept for their dependents, and the
 // tombstones found: true for one that deletes the manifest stored under its
-// id, false for one left behind.
-func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map[string]bool, error) {
+// id, false for one left behind. With sink, in a chain of version 2 or 3
+// without tombstones, each manifest is passed to sink as it is read and
+// returned without its block list (Blocks nil): a chain's block lists are
+// then never all in memory at once (gc of a chain of 1,000 backups of 1 Mi
+// blocks would hold 88 GB of them); otherwise sink is not called.
+func (r *Repo) allManifests(ctx context.Context, chain string, sink func(*Manifest)) ([]*Manifest, map[string]bool, error) {
 	cfg, err := r.chain(ctx, chain, nil)
 	if errors.Is(err, ErrBackupNotFound) {
 		return nil, nil, nil
@@ -81,6 +98,9 @@ func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.FormatVersion == 1 || len(marked) > 0 {
+		sink = nil
+	}
 	ms := make([]*Manifest, 0, len(ids))
 	for _, id := range ids {
 		m, err := r.loadManifest(ctx, cfg, id)
@@ -89,6 +109,10 @@ func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map
 		}
 		if err != nil {
 			return nil, nil, err
+		}
+		if sink != nil {
+			sink(m)
+			m.Blocks = nil
 		}
 		ms = append(ms, m)
 	}
@@ -132,12 +156,15 @@ func (r *Repo) backupIDs(ctx context.Context, chain string) ([]string, []string,
 // ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest, error) {
 	if backupID == "latest" {
-		ms, err := r.Backups(ctx, chain)
+		ms, err := r.BackupHeaders(ctx, chain)
 		if err != nil {
 			return nil, err
 		}
 		if len(ms) == 0 {
 			return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
+		}
+		if newest := ms[len(ms)-1]; newest.Blocks == nil {
+			return r.Manifest(ctx, chain, newest.ID) // read again, with its blocks
 		}
 		return ms[len(ms)-1], nil
 	}

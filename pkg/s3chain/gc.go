@@ -211,14 +211,21 @@ func (r *Repo) clearLocks(ctx context.Context, l *lease, dryRun bool) (bool, err
 // locks were checked, and purges tombstones nothing depends on. A manifest
 // deleted meanwhile is skipped; any other failure stops the gc of the chain.
 func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, error) {
-	all, gone, err := r.allManifests(ctx, chain)
+	live := map[digest]bool{}
+	// Each manifest's digests join the set as it is read (allManifests'
+	// sink), so a chain's memory is its distinct blocks, not every
+	// manifest's list; a chain with tombstones is read whole as before.
+	all, gone, err := r.allManifests(ctx, chain, func(m *Manifest) { addDigests(live, m) })
 	if err != nil {
 		return nil, err
 	}
 	if all, err = r.purgeTombstones(ctx, chain, all, gone); err != nil {
 		return nil, err
 	}
-	return knownDigests(all), nil
+	for _, m := range all { // those read whole (Blocks nil for the others)
+		addDigests(live, m)
+	}
+	return live, nil
 }
 
 // candidates returns the block objects among objs (plain and variant keys)

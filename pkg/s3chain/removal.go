@@ -37,7 +37,7 @@ type RemovalStats struct {
 // the answer. Errors: those of Backups, and store errors.
 func (r *Repo) RemovalPreview(ctx context.Context, chain string, ids []string) (RemovalStats, error) {
 	var st RemovalStats
-	all, gone, err := r.allManifests(ctx, chain)
+	all, gone, err := r.allManifests(ctx, chain, nil)
 	if err != nil {
 		return st, err
 	}

@@ -39,7 +39,7 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 		}
 		return nil
 	}
-	all, gone, err := r.allManifests(ctx, chain)
+	all, gone, err := r.allManifests(ctx, chain, nil)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -18,9 +19,9 @@ import (
 
 // BenchmarkScale measures how the cost of the engine's whole-chain and
 // whole-target operations grows with the work (issue 29, "scale"), on
-// synthetic chains in the in-memory store: for each operation, wall time
-// and peak heap (beyond what was live before: the store's objects) at a
-// few sizes, the growth exponents fitted to them (log-log least squares:
+// synthetic chains in the in-memory store: for each operation, wall and
+// CPU time and peak live heap (beyond what was live before: the store's
+// objects) at a few sizes, the growth exponents fitted to them (log-log least squares:
 // 1 is linear, 0 independent of the size) and the figures at the largest
 // size. Run: go test -run '^$' -bench Scale -benchtime 1x ./pkg/s3chain/
 // (about a minute; docs/BENCHMARKS.md records a run).
@@ -45,8 +46,9 @@ type scaleCase struct {
 type scalePoint struct {
 	n     int
 	took  time.Duration
-	peak  uint64 // bytes of heap beyond the baseline
-	alloc uint64 // bytes allocated
+	cpu   time.Duration // user+sys of the process: steadier than took on a shared machine
+	peak  uint64        // bytes of heap beyond the baseline
+	alloc uint64        // bytes allocated
 }
 
 func runScale(b *testing.B, c scaleCase) {
@@ -56,37 +58,49 @@ func runScale(b *testing.B, c scaleCase) {
 		p := measure(b, op)
 		p.n = n
 		pts = append(pts, p)
-		b.Logf("%s: %d %s: %v, peak heap %.1f MiB beyond the store, %.0f B allocated per %s",
-			c.name, n, c.unit, p.took.Round(time.Millisecond), float64(p.peak)/(1<<20), float64(p.alloc)/float64(n), c.unit)
+		b.Logf("%s: %d %s: %v (CPU %v), peak heap %.1f MiB beyond the store, %.0f B allocated per %s",
+			c.name, n, c.unit, p.took.Round(time.Millisecond), p.cpu.Round(time.Millisecond), float64(p.peak)/(1<<20), float64(p.alloc)/float64(n), c.unit)
 	}
 	last := pts[len(pts)-1]
 	tExp := fitExponent(pts, func(p scalePoint) float64 { return p.took.Seconds() })
+	cExp := fitExponent(pts, func(p scalePoint) float64 { return p.cpu.Seconds() })
 	mExp := fitExponent(pts, func(p scalePoint) float64 { return float64(p.peak) })
-	b.Logf("%s: time exponent %.2f, peak memory exponent %.2f; at %d %s: %v, %.1f MiB",
-		c.name, tExp, mExp, last.n, c.unit, last.took.Round(time.Millisecond), float64(last.peak)/(1<<20))
+	b.Logf("%s: exponents: time %.2f, CPU %.2f, peak memory %.2f; at %d %s: %v (CPU %v), %.1f MiB",
+		c.name, tExp, cExp, mExp, last.n, c.unit, last.took.Round(time.Millisecond), last.cpu.Round(time.Millisecond), float64(last.peak)/(1<<20))
 	b.ReportMetric(tExp, "time-exp")
+	b.ReportMetric(cExp, "cpu-exp")
 	b.ReportMetric(mExp, "mem-exp")
 	b.ReportMetric(last.took.Seconds(), "s-at-max")
 	b.ReportMetric(float64(last.peak)/(1<<20), "MiB-at-max")
 	b.ReportMetric(float64(last.alloc)/float64(last.n), "B/"+c.unit)
 }
 
-// measure runs op once after a GC and returns its wall time, the peak of
-// the live heap above the level before (sampled every 100 µs, and at the
-// end) and the bytes it allocated.
+// measure runs op twice: once after a GC for its wall time, CPU time and
+// allocations, and once with the GC target at 2% (a collection every 2%
+// of heap growth) for its peak live heap, the largest "/gc/heap/live"
+// (the heap marked live by a collection) above the level before. With the
+// default target the garbage the GC leaves until the heap doubles would
+// count, and that grows with the store's own objects.
 func measure(b *testing.B, op func() error) scalePoint {
 	runtime.GC()
-	base, alloc0 := heapLive(), totalAlloc()
+	alloc0 := totalAlloc()
+	start, cpu0 := time.Now(), processCPU()
+	err := op()
+	p := scalePoint{took: time.Since(start), cpu: processCPU() - cpu0, alloc: totalAlloc() - alloc0}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(2))
+	runtime.GC()
+	base := readMetric("/gc/heap/live:bytes")
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		t := time.NewTicker(100 * time.Microsecond)
 		defer t.Stop()
 		for {
-			if h := heapLive(); h > peak.Load() {
+			if h := readMetric("/gc/heap/live:bytes"); h > peak.Load() {
 				peak.Store(h)
 			}
 			select {
@@ -95,16 +109,13 @@ func measure(b *testing.B, op func() error) scalePoint {
 			case <-t.C:
 			}
 		}
-	}()
-	start := time.Now()
-	err := op()
-	took := time.Since(start)
+	})
+	err = op()
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := scalePoint{took: took, alloc: totalAlloc() - alloc0}
 	if pk := peak.Load(); pk > base {
 		p.peak = pk - base
 	}

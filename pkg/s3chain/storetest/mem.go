@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
@@ -20,6 +22,9 @@ import (
 type Mem struct {
 	mu   sync.Mutex
 	objs map[string]memObject
+	// keys holds objs' keys in order, so that List costs the keys it
+	// returns, not the whole store (the scale tests hold millions).
+	keys *btree.BTreeG[string]
 }
 
 type memObject struct {
@@ -30,7 +35,9 @@ type memObject struct {
 var _ store.Store = (*Mem)(nil)
 
 // NewMem returns an empty in-memory store.
-func NewMem() *Mem { return &Mem{objs: map[string]memObject{}} }
+func NewMem() *Mem {
+	return &Mem{objs: map[string]memObject{}, keys: btree.NewOrderedG[string](32)}
+}
 
 // Put stores a copy of data under key. Errors: store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
@@ -40,6 +47,7 @@ func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	m.keys.ReplaceOrInsert(key)
 	return nil
 }
 
@@ -80,6 +88,7 @@ func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("mem put-if-absent %q: %w", key, store.ErrObjectExists)
 	}
 	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	m.keys.ReplaceOrInsert(key)
 	return nil
 }
 
@@ -107,6 +116,7 @@ func (m *Mem) Delete(ctx context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.objs, key)
+	m.keys.Delete(key)
 	return nil
 }
 
@@ -123,13 +133,15 @@ func (m *Mem) List(ctx context.Context, prefix string, fn func(store.ObjectInfo)
 	}
 	m.mu.Lock()
 	var infos []store.ObjectInfo
-	for k, o := range m.objs {
-		if strings.HasPrefix(k, prefix) {
-			infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+	m.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
 		}
-	}
+		o := m.objs[k]
+		infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+		return true
+	})
 	m.mu.Unlock()
-	slices.SortFunc(infos, func(a, b store.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	for _, info := range infos {
 		if err := ctx.Err(); err != nil {
 			return err
