@@ -26,7 +26,7 @@ import (
 // size. Run: go test -run '^$' -bench Scale -benchtime 1x ./pkg/s3chain/
 // (about a minute; docs/BENCHMARKS.md records a run).
 func BenchmarkScale(b *testing.B) {
-	for _, c := range []scaleCase{manifestScale(), gcScale(), listScale(), beforeScale()} {
+	for _, c := range []scaleCase{manifestScale(), gcScale(), gcHistoryScale(), listScale(), beforeScale()} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				runScale(b, c)
@@ -44,11 +44,14 @@ type scaleCase struct {
 }
 
 type scalePoint struct {
-	n     int
-	took  time.Duration
-	cpu   time.Duration // user+sys of the process: steadier than took on a shared machine
-	peak  uint64        // bytes of heap beyond the baseline
-	alloc uint64        // bytes allocated
+	n    int
+	took time.Duration
+	cpu  time.Duration // user+sys of the process: steadier than took on a shared machine
+	peak uint64        // bytes of live heap beyond the baseline
+	// retained is the live heap beyond the baseline after op and a GC
+	// (caches such as the Repo's chain configs).
+	retained uint64
+	alloc    uint64 // bytes allocated
 }
 
 func runScale(b *testing.B, c scaleCase) {
@@ -58,8 +61,9 @@ func runScale(b *testing.B, c scaleCase) {
 		p := measure(b, op)
 		p.n = n
 		pts = append(pts, p)
-		b.Logf("%s: %d %s: %v (CPU %v), peak heap %.1f MiB beyond the store, %.0f B allocated per %s",
-			c.name, n, c.unit, p.took.Round(time.Millisecond), p.cpu.Round(time.Millisecond), float64(p.peak)/(1<<20), float64(p.alloc)/float64(n), c.unit)
+		b.Logf("%s: %d %s: %v (CPU %v), peak heap %.1f MiB beyond the store (retained %.1f MiB), %.0f B allocated per %s",
+			c.name, n, c.unit, p.took.Round(time.Millisecond), p.cpu.Round(time.Millisecond), float64(p.peak)/(1<<20),
+			float64(p.retained)/(1<<20), float64(p.alloc)/float64(n), c.unit)
 	}
 	last := pts[len(pts)-1]
 	tExp := fitExponent(pts, func(p scalePoint) float64 { return p.took.Seconds() })
@@ -118,6 +122,10 @@ func measure(b *testing.B, op func() error) scalePoint {
 	}
 	if pk := peak.Load(); pk > base {
 		p.peak = pk - base
+	}
+	runtime.GC()
+	if live := readMetric("/gc/heap/live:bytes"); live > base {
+		p.retained = live - base
 	}
 	return p
 }
@@ -183,22 +191,42 @@ func manifestScale() scaleCase {
 		}}
 }
 
-// gcScale: gc of a target of n chains of 100 blocks (1 M blocks at 10,000
-// chains), all referenced (nothing to delete): memory should not depend
-// on the number of chains.
+// gcScale: gc of a target of 1 M blocks (all referenced: nothing to
+// delete) in n chains of 1 M / n blocks: its memory should not depend on
+// the number of chains, and its time hardly (the same blocks, more chains).
 func gcScale() scaleCase {
-	return scaleCase{name: "gc", unit: "chain", sizes: []int{1000, 3000, 10000},
+	const total = 1 << 20
+	return scaleCase{name: "gc", unit: "chain", sizes: []int{100, 1000, 10000},
 		setup: func(b *testing.B, n int) func() error {
 			st := storetest.NewMem()
 			w := newRepo(b, st, nil)
 			for c := range n {
-				writeBackups(b, w, fmt.Sprintf("scale/c%05d", c), 1, 100, true)
+				writeBackups(b, w, fmt.Sprintf("scale/c%05d", c), 1, total/n, true)
 			}
 			r := newRepo(b, st, nil)
 			return func() error {
 				st, err := r.GC(context.Background(), s3chain.GCOptions{})
-				if err == nil && (st.Chains != n || st.Blocks != 100*n) {
-					err = fmt.Errorf("gc saw %d chains, %d blocks; want %d, %d", st.Chains, st.Blocks, n, 100*n)
+				if err == nil && (st.Chains != n || st.Blocks != total/n*n) {
+					err = fmt.Errorf("gc saw %d chains, %d blocks; want %d, %d", st.Chains, st.Blocks, n, total/n*n)
+				}
+				return err
+			}
+		}}
+}
+
+// gcHistoryScale: gc of one chain of n backups of 10,000 blocks each (two
+// sets of blocks, alternating): its memory should follow the chain's
+// distinct blocks, not the sum of its manifests' lists.
+func gcHistoryScale() scaleCase {
+	return scaleCase{name: "gc-history", unit: "backup", sizes: []int{10, 30, 100},
+		setup: func(b *testing.B, n int) func() error {
+			st := storetest.NewMem()
+			writeBackups(b, newRepo(b, st, nil), "scale/h", n, 10000, true)
+			r := newRepo(b, st, nil)
+			return func() error {
+				st, err := r.GC(context.Background(), s3chain.GCOptions{})
+				if err == nil && (st.Blocks != 2*10000 || st.DeletedBlocks != 0) {
+					err = fmt.Errorf("gc saw %d blocks, deleted %d; want 20000, 0", st.Blocks, st.DeletedBlocks)
 				}
 				return err
 			}
