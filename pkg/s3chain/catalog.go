@@ -85,7 +85,7 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 // without tombstones, each manifest is passed to sink as it is read and
 // returned without its block list (Blocks nil): a chain's block lists are
 // then never all in memory at once (gc of a chain of 1,000 backups of 1 Mi
-// blocks would hold 88 GB of them); otherwise sink is not called.
+// blocks would hold 88 GiB of them); otherwise sink is not called.
 func (r *Repo) allManifests(ctx context.Context, chain string, sink func(*Manifest)) ([]*Manifest, map[string]bool, error) {
 	cfg, err := r.chain(ctx, chain, nil)
 	if errors.Is(err, ErrBackupNotFound) {
