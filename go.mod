@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/dustin/go-humanize v1.0.1
+	github.com/google/btree v1.1.3
 	github.com/google/go-containerregistry v0.22.1
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1
 	github.com/klauspost/compress v1.20.4

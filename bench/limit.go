@@ -21,13 +21,23 @@ import (
 const limitWorkers = s3chain.DefaultWorkers
 
 // backupImage is what restoring one backup must move: the distinct block
-// objects of its resolved volume image and the data bytes they become.
+// objects of its resolved volume image, the offsets each fills and the
+// data bytes they become.
 type backupImage struct {
 	ID          string
-	Links       int      // manifests on the path to the full backup
-	Keys        []string // distinct block objects
-	DataBytes   int64    // bytes of non-zero blocks written by a restore
-	ObjectBytes int64    // filled in by getAll
+	Links       int // manifests on the path to the full backup
+	BlockSize   int64
+	SizeBytes   int64
+	Objects     []imageObject // distinct block objects, in order of first use
+	DataBytes   int64         // bytes of non-zero blocks written by a restore
+	ObjectBytes int64         // filled in by getAll
+}
+
+// imageObject is one block object and the byte offsets of the blocks it
+// fills in the image.
+type imageObject struct {
+	Key     string
+	Offsets []int64
 }
 
 // resolveImage returns what restoring backup id of chain moves: its
@@ -70,16 +80,21 @@ func resolveImage(ctx context.Context, repo *s3chain.Repo, chain, id string) (ba
 			break
 		}
 	}
-	seen := map[string]bool{}
-	for i, d := range decided {
-		if d == "" {
+	img.BlockSize, img.SizeBytes = tip.BlockSize, tip.SizeBytes
+	byDigest := map[string]int{}
+	for i := range n {
+		d, ok := decided[i]
+		if !ok || d == "" {
 			continue
 		}
 		img.DataBytes += min(tip.BlockSize, tip.SizeBytes-i*tip.BlockSize)
-		if !seen[d] {
-			seen[d] = true
-			img.Keys = append(img.Keys, s3chain.BlockKey(chain, d))
+		k, ok := byDigest[d]
+		if !ok {
+			k = len(img.Objects)
+			byDigest[d] = k
+			img.Objects = append(img.Objects, imageObject{Key: s3chain.BlockKey(chain, d)})
 		}
+		img.Objects[k].Offsets = append(img.Objects[k].Offsets, i*tip.BlockSize)
 	}
 	return img, nil
 }
@@ -90,10 +105,10 @@ func (s *s3) getAll(ctx context.Context, img *backupImage) (time.Duration, error
 	start := time.Now()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(limitWorkers)
-	sizes := make([]int64, len(img.Keys))
-	for i, k := range img.Keys {
+	sizes := make([]int64, len(img.Objects))
+	for i, obj := range img.Objects {
 		g.Go(func() error {
-			o, err := s.client.GetObject(ctx, chainvolBucket, k, minio.GetObjectOptions{})
+			o, err := s.client.GetObject(ctx, chainvolBucket, obj.Key, minio.GetObjectOptions{})
 			if err != nil {
 				return err
 			}
@@ -148,9 +163,14 @@ func writeSeq(path string, n int64, buf []byte, direct bool) (time.Duration, err
 
 // randomBuf is an incompressible 4 MiB write buffer, 4096-aligned for O_DIRECT.
 func randomBuf() []byte {
-	b := make([]byte, 4<<20+4096)
-	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
-	b = b[off : off+4<<20]
+	b := alignedBuf(4 << 20)
 	_, _ = rand.NewChaCha8([32]byte{7}).Read(b)
 	return b
+}
+
+// alignedBuf is n bytes starting on a 4096-byte boundary, as O_DIRECT needs.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+	return b[off : off+n : off+n]
 }

@@ -126,7 +126,7 @@ func main() {
 // also when a phase fails or the run is interrupted.
 func runBench(root string, o options) (*Results, error) {
 	start := time.Now()
-	res := &Results{Schema: 2, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
+	res := &Results{Schema: 3, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
 	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 66*o.scaleData + 8<<30 // sparse
 	e, err := newEnv(root, o.tmpDir, poolSize)
 	if e != nil {

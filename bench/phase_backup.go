@@ -48,7 +48,10 @@ func (b *bench) backups() error {
 	full.ImageAllocated = bytesFig(m.AllocatedBytes)
 	full.Chainvol.Throughput = mbps(m.AllocatedBytes, time.Duration(full.Chainvol.Time.Value*float64(time.Second)))
 	full.Restic.Throughput = mbps(m.AllocatedBytes, time.Duration(full.Restic.Time.Value*float64(time.Second)))
-	logf("full backup: chainvol %.1fs, restic %.1fs", full.Chainvol.Time.Value, full.Restic.Time.Value)
+	if err := b.nullBackup(); err != nil {
+		return err
+	}
+	logf("full backup: chainvol %.1fs, restic %.1fs, null backup %.1fs", full.Chainvol.Time.Value, full.Restic.Time.Value, full.NullBackup.Value)
 
 	for r := 1; r <= b.o.rounds; r++ {
 		st, err := b.changeRound(r)
@@ -73,6 +76,19 @@ func (b *bench) backups() error {
 		b.res.StoredAfterChain[tool] = bytesFig(n)
 	}
 	return nil
+}
+
+// nullBackup measures the full backup's limit: the null backup of the
+// same snapshot image, after its dirty pages are written back.
+func (b *bench) nullBackup() error {
+	img, err := resolveImage(b.ctx, b.w.repo, chain, b.ids[0])
+	if err != nil {
+		return err
+	}
+	unix.Sync()
+	t, err := b.w.s3.nullBackup(b.ctx, &img, b.lastImage)
+	b.res.Full.NullBackup = seconds(t)
+	return err
 }
 
 // changeRound applies one round of changes and flushes them to the volume.

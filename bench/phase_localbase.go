@@ -37,10 +37,10 @@ func (b *bench) localBase() error {
 		alloc += min(want.BlockSize, want.SizeBytes-blk.Index*want.BlockSize)
 	}
 	lb := &LocalBase{BackupID: first, BaseBackupID: newest, Distance: len(b.ids) - 1,
-		DiffBytes: bytesFig(alloc - want.SharedBytes(have))}
+		DiffBytes: bytesFig(alloc - want.SharedBytes(have)), ImageBytes: bytesFig(alloc)}
 	for _, rs := range b.res.Restores {
 		if rs.BackupID == first {
-			lb.FullLimit = rs.Limit
+			lb.FullLimit, lb.FullRestore = rs.Limit, rs.CSI
 		}
 	}
 	var ts, same, engine []time.Duration

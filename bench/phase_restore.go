@@ -13,7 +13,8 @@ import (
 // restores restores the newest backup (the end of the chain) and the full
 // base every way: CreateVolume with fromBackup on node b (which holds no
 // local snapshot of the chain, so a full restore), chainvolctl restore and
-// restic restore, beside the limit measured in between.
+// restic restore, beside the limits measured in between (the null restore,
+// GET only, write only).
 func (b *bench) restores() error {
 	sets := []struct {
 		name string
@@ -25,7 +26,7 @@ func (b *bench) restores() error {
 			return err
 		}
 		b.res.Restores = append(b.res.Restores, rs)
-		logf("restore %s (%d links): CreateVolume %.1fs, chainvolctl %.1fs, restic %.1fs, limit %.1fs (GET %.1fs, write %.1fs)",
+		logf("restore %s (%d links): CreateVolume %.1fs, chainvolctl %.1fs, restic %.1fs, null restore %.1fs (GET %.1fs, write %.1fs)",
 			s.name, rs.Links, rs.CSI.Value, rs.Ctl.Value, rs.Restic.Value, rs.Limit.Value, rs.Get.Value, rs.Write.Value)
 	}
 	return nil
@@ -39,7 +40,7 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 		return rs, err
 	}
 	rs.Links, rs.DataBytes = img.Links, bytesFig(img.DataBytes)
-	var csiT, ctlT, getT, writeT, bufT, dirT, limT, csiCPU, ctlCPU, ctlSrv, ctlBusy []time.Duration
+	var csiT, ctlT, getT, writeT, bufT, dirT, limT, pairT, csiCPU, ctlCPU, ctlSrv, ctlBusy []time.Duration
 	var csiRSS, ctlRSS []int64
 	// The ways alternate within each run, so that a burst of load from
 	// elsewhere on the machine hits all of them rather than one.
@@ -48,13 +49,13 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 		// server stored); each run starts with it written back, so that
 		// no tool pays for another's writeback.
 		unix.Sync()
-		g, wb, wd, err := b.limit(&img)
+		l, err := b.limit(&img, true)
 		if err != nil {
 			return rs, err
 		}
-		w := min(wb, wd)
-		getT, writeT, limT = append(getT, g), append(writeT, w), append(limT, max(g, w))
-		bufT, dirT = append(bufT, wb), append(dirT, wd)
+		w := min(l.buffered, l.direct)
+		getT, writeT, limT = append(getT, l.get), append(writeT, w), append(limT, l.null)
+		bufT, dirT, pairT = append(bufT, l.buffered), append(dirT, l.direct), append(pairT, max(l.get, w))
 		cr, err := b.restoreCSI(fmt.Sprintf("pvc-bench-restore-%s-%d", name, run), id)
 		if err != nil {
 			return rs, err
@@ -72,6 +73,7 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 	rs.Ctl, rs.CtlPeakRSS, rs.CtlCPU = medianSeconds(ctlT), maxBytes(ctlRSS), medianSeconds(ctlCPU)
 	rs.CtlServerCPU, rs.CtlMachineCPU = medianSeconds(ctlSrv), medianSeconds(ctlBusy)
 	rs.Get, rs.Write, rs.Limit = medianSeconds(getT), medianSeconds(writeT), medianSeconds(limT)
+	rs.GetOrWrite = medianSeconds(pairT)
 	rs.WriteBuffered, rs.WriteDirect = medianSeconds(bufT), medianSeconds(dirT)
 	var resT, resCPU, resSrv []time.Duration
 	var resRSS []int64
@@ -90,23 +92,34 @@ func (b *bench) restoreSet(name string, idx int) (RestoreSet, error) {
 	return rs, nil
 }
 
-// limit measures, for one restore, the plain parallel GET of every object
-// and the plain sequential write of the data bytes to the pool, both
-// through the page cache and with O_DIRECT (the machine's limit is the
-// faster of the two: the restore engine writes with O_DIRECT).
-func (b *bench) limit(img *backupImage) (get, buffered, direct time.Duration, err error) {
-	if get, err = b.w.s3.getAll(b.ctx, img); err != nil {
-		return 0, 0, 0, err
+// limitRun is one run of a restore's limits.
+type limitRun struct {
+	get, buffered, direct time.Duration // GET only; write only, page cache and O_DIRECT
+	null                  time.Duration // the null restore: the limit
+}
+
+// limit measures, for one restore, the null restore of the same objects
+// (the limit a restore is held against) and, with parts, the plain
+// parallel GET of every object and the plain sequential write of the data
+// bytes to the pool, both through the page cache and with O_DIRECT.
+func (b *bench) limit(img *backupImage, parts bool) (limitRun, error) {
+	var l limitRun
+	var err error
+	if l.null, err = b.w.s3.nullRestore(b.ctx, img, filepath.Join(b.w.e.pool, "limit-null.img")); err != nil || !parts {
+		return l, err
+	}
+	if l.get, err = b.w.s3.getAll(b.ctx, img); err != nil {
+		return l, err
 	}
 	if b.buf == nil {
 		b.buf = randomBuf()
 	}
 	path := filepath.Join(b.w.e.pool, "limit-write.img")
-	if buffered, err = writeSeq(path, img.DataBytes, b.buf, false); err != nil {
-		return 0, 0, 0, err
+	if l.buffered, err = writeSeq(path, img.DataBytes, b.buf, false); err != nil {
+		return l, err
 	}
-	direct, err = writeSeq(path, img.DataBytes, b.buf, true)
-	return get, buffered, direct, err
+	l.direct, err = writeSeq(path, img.DataBytes, b.buf, true)
+	return l, err
 }
 
 // restoreCSI is CreateVolume with fromBackup, timed until the volume is

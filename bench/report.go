@@ -10,8 +10,12 @@ import (
 // summary table with ratios and targets.
 func printTable(w io.Writer, r *Results) {
 	m := r.Machine
-	fmt.Fprintf(w, "chainvol bench %s: %d cores (%s), %.0f GiB RAM, kernel %s; load before %s, after %s; %s; took %.0fs\n",
-		r.StartedAt, m.Cores, m.CPU, m.MemoryBytes.Value/(1<<30), m.Kernel, m.LoadBefore, m.LoadAfter, m.Restic, r.Elapsed.Value)
+	quiet := "a quiet run"
+	if !m.Quiet {
+		quiet = fmt.Sprintf("NOT a quiet run (a load average before is above %.1f)", quietLoad)
+	}
+	fmt.Fprintf(w, "chainvol bench %s: %d cores (%s), %.0f GiB RAM, kernel %s; load before %s, after %s: %s; %s; took %.0fs\n",
+		r.StartedAt, m.Cores, m.CPU, m.MemoryBytes.Value/(1<<30), m.Kernel, m.LoadBefore, m.LoadAfter, quiet, m.Restic, r.Elapsed.Value)
 	fw := r.Workload.Fill
 	fmt.Fprintf(w, "volume %s ext4, %d files, %.0f MiB (large %.0f, compressed %.0f, text %.0f, small %.0f MiB in %d files); %d rounds of ~%.0f%% changes\n\n",
 		bytesStr(int64(r.Config.VolumeSize.Value)), fw.Files, float64(fw.Bytes)/mib, float64(fw.LargeBytes)/mib,

@@ -34,9 +34,11 @@ type Machine struct {
 	Kernel      string `json:"kernel"`
 	LoadBefore  string `json:"loadBefore"`
 	LoadAfter   string `json:"loadAfter"`
-	Restic      string `json:"restic"`
-	Go          string `json:"go"`
-	Disk        string `json:"disk"`
+	// Quiet: every load average before the run was at most quietLoad.
+	Quiet  bool   `json:"quiet"`
+	Restic string `json:"restic"`
+	Go     string `json:"go"`
+	Disk   string `json:"disk"`
 }
 
 // Config are the flags of the run.
@@ -82,6 +84,9 @@ type BackupPair struct {
 	ImageAllocated Figure    `json:"imageAllocated"`
 	Chainvol       BackupRun `json:"chainvol"`
 	Restic         BackupRun `json:"restic"`
+	// NullBackup is the full backup's limit (s3.nullBackup): the snapshot's
+	// data blocks read and PUT as they are, the engine's concurrency.
+	NullBackup Figure `json:"nullBackup"`
 }
 
 // IncrementalPair is one round of changes and both tools' backups of it.
@@ -123,7 +128,12 @@ type RestoreSet struct {
 	Write         Figure `json:"limitWrite"`
 	WriteBuffered Figure `json:"limitWriteBuffered"`
 	WriteDirect   Figure `json:"limitWriteDirect"`
-	Limit         Figure `json:"limit"` // per run max(get, write), median
+	// GetOrWrite is per run max(get, write), median: schema 2's limit,
+	// as if GET and write each had the machine to themselves.
+	GetOrWrite Figure `json:"limitGetOrWrite"`
+	// Limit is the null restore (nullRestore), median: the same GETs and
+	// O_DIRECT writes at once, without digests or decoding.
+	Limit Figure `json:"limit"`
 }
 
 // LocalBase is CreateVolume of one backup on the node that holds the local
@@ -139,6 +149,10 @@ type LocalBase struct {
 	// Engine is the restore engine's own time, from the driver's log.
 	Engine    Figure `json:"engineTime"`
 	FullLimit Figure `json:"fullRestoreLimit"`
+	// ImageBytes is the restored image's data bytes; FullRestore the
+	// median CreateVolume of the same backup on node b (a full restore).
+	ImageBytes  Figure `json:"imageBytes"`
+	FullRestore Figure `json:"fullRestoreCreateVolume"`
 	// Same is CreateVolume of the backup whose snapshot the node holds.
 	Same Figure `json:"sameBackupCreateVolume"`
 }
@@ -161,7 +175,7 @@ type ChainLink struct {
 	BackupID  string `json:"backupId"`
 	DataBytes Figure `json:"dataBytes"`
 	Ctl       Figure `json:"chainvolctlRestore"`
-	Limit     Figure `json:"limit"`
+	Limit     Figure `json:"limit"` // the null restore, median
 }
 
 // FlatBackup is the full backup of the long chain's newest image by

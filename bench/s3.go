@@ -22,6 +22,8 @@ import (
 const (
 	chainvolBucket = "chainvol"
 	resticBucket   = "restic"
+	// limitBucket holds the null backup's objects while it runs.
+	limitBucket = "limit"
 )
 
 // s3 is the running versitygw (posix backend under dir) and a plain
@@ -70,7 +72,7 @@ func startS3(e *env) (*s3, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range []string{chainvolBucket, resticBucket} {
+	for _, b := range []string{chainvolBucket, resticBucket, limitBucket} {
 		if err := s.client.MakeBucket(context.Background(), b, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
 			return nil, fmt.Errorf("make bucket %s: %w", b, err)
 		}

@@ -260,11 +260,16 @@ func randomHex(n int) string {
 func knownDigests(all []*Manifest) map[digest]bool {
 	known := map[digest]bool{}
 	for _, m := range all {
-		for _, b := range m.Blocks {
-			if d, err := parseDigest(b.Digest); err == nil && !d.isZero() {
-				known[d] = true
-			}
-		}
+		addDigests(known, m)
 	}
 	return known
+}
+
+// addDigests adds the blocks m references to set.
+func addDigests(set map[digest]bool, m *Manifest) {
+	for _, b := range m.Blocks {
+		if d, err := parseDigest(b.Digest); err == nil && !d.isZero() {
+			set[d] = true
+		}
+	}
 }

@@ -45,7 +45,12 @@ var coders = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
 	if err != nil {
 		panic(err)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxBlockSize+1), zstd.WithDecoderConcurrency(0))
+	// The frame's own checksum (xxhash64) is not checked: every decoded
+	// block is checked against its keyed digest right after (checkBlock),
+	// which no corruption passes, and the xxhash cost ~2% of a restore's
+	// CPU (BenchmarkRestoreS3, docs/BENCHMARKS.md).
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxBlockSize+1), zstd.WithDecoderConcurrency(0),
+		zstd.IgnoreChecksum(true))
 	if err != nil {
 		panic(err)
 	}

@@ -39,7 +39,22 @@ func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 // gives an empty list. Errors: ErrInvalidChain, ErrWrongKey,
 // ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Backups(ctx context.Context, chain string) ([]*Manifest, error) {
-	c, err := r.listManifests(ctx, chain)
+	return r.backups(ctx, chain, nil)
+}
+
+// BackupHeaders is Backups without the block lists (Blocks nil, and
+// Digest and Encode no longer those of the stored manifest) in chains of
+// version 2 and 3 without tombstones, so that choosing among a chain's
+// backups (latest, before:T) holds one manifest's block list at a time
+// rather than all of them; the caller reads the chosen one again. A
+// version-1 chain's manifests keep theirs (its tombstones are checked
+// against whole manifests). Same errors as Backups.
+func (r *Repo) BackupHeaders(ctx context.Context, chain string) ([]*Manifest, error) {
+	return r.backups(ctx, chain, func(*Manifest) {})
+}
+
+func (r *Repo) backups(ctx context.Context, chain string, sink func(*Manifest)) ([]*Manifest, error) {
+	c, err := r.listManifests(ctx, chain, sink)
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +89,14 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 // found: true for one that deletes the manifest stored under its id, false
 // for one left behind.
 func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map[string]bool, error) {
-	c, err := r.listManifests(ctx, chain)
+	c, err := r.listManifests(ctx, chain, nil)
 	return c.all, c.gone, err
 }
 
 // manifestSet is every manifest object of a chain, as listManifests read
 // it: oldest first, with the tombstones (allManifests) and the readiness of
-// each id (every one ready in a chain without state records).
+// each id (every one ready in a chain without state records), decided
+// while each manifest was whole.
 type manifestSet struct {
 	cfg   *chainConfig
 	all   []*Manifest
@@ -89,7 +105,14 @@ type manifestSet struct {
 	mtime map[string]time.Time // each manifest object's ModTime by the store's clock
 }
 
-func (r *Repo) listManifests(ctx context.Context, chain string) (manifestSet, error) {
+// listManifests reads every manifest object of chain. With sink, in a
+// chain of version 2 or 3 without tombstones, each ready manifest is passed
+// to sink as it is read and every manifest but the pending ones (unready,
+// not voided: rare, and a gc may still need their lists) is kept without
+// its block list (Blocks nil): a chain's block lists are then never all in
+// memory at once (gc of a chain of 1,000 backups of 1 Mi blocks would hold
+// 88 GiB of them); otherwise sink is not called.
+func (r *Repo) listManifests(ctx context.Context, chain string, sink func(*Manifest)) (manifestSet, error) {
 	cfg, err := r.chain(ctx, chain, nil)
 	if errors.Is(err, ErrBackupNotFound) {
 		return manifestSet{}, nil
@@ -101,7 +124,10 @@ func (r *Repo) listManifests(ctx context.Context, chain string) (manifestSet, er
 	if err != nil {
 		return manifestSet{}, err
 	}
-	c := manifestSet{cfg: cfg, all: make([]*Manifest, 0, len(d.ids)), mtime: d.mtime}
+	if cfg.FormatVersion == 1 || len(d.marked) > 0 {
+		sink = nil
+	}
+	c := manifestSet{cfg: cfg, all: make([]*Manifest, 0, len(d.ids)), mtime: d.mtime, state: map[string]readiness{}}
 	for _, id := range d.ids {
 		m, err := r.loadManifest(ctx, cfg, id)
 		if errors.Is(err, ErrBackupNotFound) {
@@ -110,13 +136,19 @@ func (r *Repo) listManifests(ctx context.Context, chain string) (manifestSet, er
 		if err != nil {
 			return manifestSet{}, err
 		}
+		if err := r.classify(ctx, &c, m, d.states); err != nil {
+			return manifestSet{}, err
+		}
+		if sink != nil && c.state[id] != pending {
+			if c.state[id] == ready {
+				sink(m)
+			}
+			m.Blocks = nil
+		}
 		c.all = append(c.all, m)
 	}
 	sortBackups(c.all)
-	if c.gone, err = r.tombstones(ctx, chain, c.all, d.marked); err != nil {
-		return manifestSet{}, err
-	}
-	c.state, err = r.manifestStates(ctx, cfg, c.all, d.states)
+	c.gone, err = r.tombstones(ctx, chain, c.all, d.marked)
 	return c, err
 }
 
@@ -176,12 +208,15 @@ func (r *Repo) listManifestDir(ctx context.Context, chain string) (manifestDirLi
 // ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest, error) {
 	if backupID == "latest" {
-		ms, err := r.Backups(ctx, chain)
+		ms, err := r.BackupHeaders(ctx, chain)
 		if err != nil {
 			return nil, err
 		}
 		if len(ms) == 0 {
 			return nil, fmt.Errorf("%w: chain %q has no backups", ErrBackupNotFound, chain)
+		}
+		if newest := ms[len(ms)-1]; newest.Blocks == nil {
+			return r.Manifest(ctx, chain, newest.ID) // read again, with its blocks
 		}
 		return ms[len(ms)-1], nil
 	}
@@ -229,7 +264,7 @@ func (r *Repo) loadManifest(ctx context.Context, cfg *chainConfig, id string) (*
 	if m.Chain != cfg.Chain || m.ID != id || m.BlockSize != cfg.BlockSize {
 		return nil, fmt.Errorf("%w: object of backup %q in chain %q holds backup %q of chain %q (block size %d)", ErrInvalidManifest, id, cfg.Chain, m.ID, m.Chain, m.BlockSize)
 	}
-	if err := cfg.checkMAC(m); err != nil {
+	if err := cfg.checkStoredMAC(m, data); err != nil {
 		if fresh := r.reloadConfig(ctx, cfg); fresh != nil {
 			return r.loadManifest(ctx, fresh, id) // the chain was re-created since cfg was cached
 		}

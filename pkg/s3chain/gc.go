@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -217,11 +216,15 @@ func (r *Repo) clearLocks(ctx context.Context, l *lease, dryRun bool) (bool, err
 // depends on. A manifest deleted meanwhile is skipped; any other failure
 // stops the gc of the chain.
 func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, error) {
-	c, err := r.listManifests(ctx, chain)
+	live := map[digest]bool{}
+	// Each ready manifest's digests join the set as it is read (the sink),
+	// so a chain's memory is its distinct blocks, not every manifest's
+	// list; a chain with tombstones is read whole as before.
+	c, err := r.listManifests(ctx, chain, func(m *Manifest) { addDigests(live, m) })
 	if err != nil {
 		return nil, err
 	}
-	return r.liveDigests(ctx, chain, c)
+	return r.liveDigests(ctx, chain, c, live)
 }
 
 // referencedTidy is referenced for the gc's first read: in a chain with
@@ -229,7 +232,8 @@ func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, e
 // o.MinAge by the store's clock, while no writer holds the chain) and
 // deletes the dead ones (FORMAT.md §7.5), unless o.DryRun.
 func (r *Repo) referencedTidy(ctx context.Context, l *lease, chain string, o *GCOptions, st *GCStats) (map[digest]bool, error) {
-	c, err := r.listManifests(ctx, chain)
+	live := map[digest]bool{}
+	c, err := r.listManifests(ctx, chain, func(m *Manifest) { addDigests(live, m) })
 	if err != nil {
 		return nil, err
 	}
@@ -238,15 +242,24 @@ func (r *Repo) referencedTidy(ctx context.Context, l *lease, chain string, o *GC
 			return nil, err
 		}
 	}
-	return r.liveDigests(ctx, chain, c)
+	return r.liveDigests(ctx, chain, c, live)
 }
 
-func (r *Repo) liveDigests(ctx context.Context, chain string, c manifestSet) (map[digest]bool, error) {
+// liveDigests adds to live (the digests of the ready manifests a sink
+// saw) those of every manifest of c still whole and not dead: all of them
+// when c was read without a sink, else the pending ones, which dropUnready
+// may have voided meanwhile. It purges tombstones nothing depends on.
+func (r *Repo) liveDigests(ctx context.Context, chain string, c manifestSet, live map[digest]bool) (map[digest]bool, error) {
 	all, err := r.purgeTombstones(ctx, chain, c.all, c.gone)
 	if err != nil {
 		return nil, err
 	}
-	return knownDigests(slices.DeleteFunc(all, func(m *Manifest) bool { return c.state[m.ID] == dead })), nil
+	for _, m := range all {
+		if c.state[m.ID] != dead {
+			addDigests(live, m)
+		}
+	}
+	return live, nil
 }
 
 // dropUnready voids c's pending manifests older than minAge and deletes

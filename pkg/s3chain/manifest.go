@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -133,13 +134,11 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	if len(data) > maxManifestBytes {
 		return nil, fmt.Errorf("%w: %d bytes is more than the %d a manifest may have", ErrInvalidManifest, len(data), maxManifestBytes)
 	}
-	var probe struct {
-		FormatVersion int `json:"formatVersion"`
+	version, err := probeVersion(data)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
-	}
-	switch probe.FormatVersion {
+	switch version {
 	case 1:
 		if len(data) > maxV1Bytes {
 			return nil, fmt.Errorf("%w: version-1 manifest of %d bytes is more than %d", ErrInvalidManifest, len(data), maxV1Bytes)
@@ -148,5 +147,25 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	case 2, 3: // one layout (FORMAT.md §4.1)
 		return decodeV2(data)
 	}
-	return nil, fmt.Errorf("%w: manifest has version %d, this reader knows 1 to %d", ErrFormatVersion, probe.FormatVersion, FormatVersion)
+	return nil, fmt.Errorf("%w: manifest has version %d, this reader knows 1 to %d", ErrFormatVersion, version, FormatVersion)
+}
+
+// probeVersion returns a manifest's formatVersion. Every canonical
+// manifest starts with it, read here without parsing the rest; anything
+// else is parsed in full (and then fails the version's canonical check).
+func probeVersion(data []byte) (int, error) {
+	if rest, ok := bytes.CutPrefix(data, []byte(`{"formatVersion":`)); ok {
+		if digits, _, ok := bytes.Cut(rest[:min(len(rest), 8)], []byte(",")); ok {
+			if v, err := strconv.Atoi(string(digits)); err == nil && v > 0 {
+				return v, nil
+			}
+		}
+	}
+	var probe struct {
+		FormatVersion int `json:"formatVersion"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+	}
+	return probe.FormatVersion, nil
 }

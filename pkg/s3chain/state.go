@@ -153,26 +153,24 @@ func errIDUsed(chain, id string) error {
 	return fmt.Errorf("%w: backup id %q of chain %q was used before (a chain with state records never reuses an id, FORMAT.md §7.5): choose another", ErrBackupExists, id, chain)
 }
 
-// manifestStates classifies ms (every manifest object of chain) by their
-// state records; withState lists the ids that have one (from the same
-// listing). A chain without state records has every manifest ready.
-func (r *Repo) manifestStates(ctx context.Context, cfg *chainConfig, ms []*Manifest, withState map[string]bool) (map[string]readiness, error) {
-	out := make(map[string]readiness, len(ms))
-	for _, m := range ms {
-		if !cfg.ReadyRecords {
-			out[m.ID] = ready
-			continue
-		}
-		var rec *stateRecord
-		if withState[m.ID] {
-			var err error
-			if rec, err = r.readState(ctx, cfg.Chain, m.ID); err != nil {
-				return nil, err
-			}
-		}
-		out[m.ID] = rec.of(m)
+// classify records in c the readiness of m, a manifest object of c's
+// chain read whole (its digest needs its block list), by its state record;
+// withState lists the ids that have one (from the same listing). A chain
+// without state records has every manifest ready.
+func (r *Repo) classify(ctx context.Context, c *manifestSet, m *Manifest, withState map[string]bool) error {
+	if !c.cfg.ReadyRecords {
+		c.state[m.ID] = ready
+		return nil
 	}
-	return out, nil
+	var rec *stateRecord
+	if withState[m.ID] {
+		var err error
+		if rec, err = r.readState(ctx, c.cfg.Chain, m.ID); err != nil {
+			return err
+		}
+	}
+	c.state[m.ID] = rec.of(m)
+	return nil
 }
 
 // checkReady fails unless m is a ready backup: ErrBackupNotReady for a

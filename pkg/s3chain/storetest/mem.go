@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
@@ -21,6 +23,9 @@ type Mem struct {
 	mu   sync.Mutex
 	objs map[string]memObject
 	lock memLock // Object Lock model (mem_lock.go); zero: a bucket without it
+	// keys holds objs' keys in order, so that List costs the keys it
+	// returns, not the whole store (the scale tests hold millions).
+	keys *btree.BTreeG[string]
 }
 
 type memObject struct {
@@ -32,7 +37,9 @@ type memObject struct {
 var _ store.Store = (*Mem)(nil)
 
 // NewMem returns an empty in-memory store.
-func NewMem() *Mem { return &Mem{objs: map[string]memObject{}} }
+func NewMem() *Mem {
+	return &Mem{objs: map[string]memObject{}, keys: btree.NewOrderedG[string](32)}
+}
 
 // Put stores a copy of data under key, with the retention of ctx
 // (store.WithRetention). Errors: store.ErrObjectLocked (the key holds an
@@ -48,6 +55,7 @@ func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now(), ret: store.RetentionOf(ctx)}
+	m.keys.ReplaceOrInsert(key)
 	return nil
 }
 
@@ -91,6 +99,7 @@ func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now(), ret: store.RetentionOf(ctx)}
+	m.keys.ReplaceOrInsert(key)
 	return nil
 }
 
@@ -122,6 +131,7 @@ func (m *Mem) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	delete(m.objs, key)
+	m.keys.Delete(key)
 	return nil
 }
 
@@ -138,13 +148,15 @@ func (m *Mem) List(ctx context.Context, prefix string, fn func(store.ObjectInfo)
 	}
 	m.mu.Lock()
 	var infos []store.ObjectInfo
-	for k, o := range m.objs {
-		if strings.HasPrefix(k, prefix) {
-			infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+	m.keys.AscendGreaterOrEqual(prefix, func(k string) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
 		}
-	}
+		o := m.objs[k]
+		infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
+		return true
+	})
 	m.mu.Unlock()
-	slices.SortFunc(infos, func(a, b store.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	for _, info := range infos {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -17,11 +17,16 @@ func Select(ctx context.Context, repo *s3chain.Repo, r Ref) (*s3chain.Manifest, 
 	if r.Concrete() || r.Backup == Latest {
 		return repo.Manifest(ctx, r.Chain, r.Backup)
 	}
-	ms, err := repo.Backups(ctx, r.Chain)
+	// Headers only: a chain's block lists are not all held at once.
+	ms, err := repo.BackupHeaders(ctx, r.Chain)
 	if err != nil {
 		return nil, err
 	}
-	return pick(ms, r)
+	m, err := pick(ms, r)
+	if err != nil || m.Blocks != nil {
+		return m, err
+	}
+	return repo.Manifest(ctx, r.Chain, m.ID) // read again, with its blocks
 }
 
 // pick chooses among a chain's manifests (any order) the one a "before:"
