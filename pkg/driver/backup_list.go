@@ -53,7 +53,7 @@ func (d *snapshotter) backupSnapshots(ctx context.Context, secrets map[string]st
 // (an upload not done yet is not ready), else its manifest in the target,
 // read with the request's secrets. Errors: errNoSnapshot when the id names
 // nothing that exists (a backup id naming "latest" included); a target or
-// chain that cannot be read is a status with chainCode's code
+// chain that cannot be read is a status with familyCode's code
 // (PermissionDenied, Unavailable, ...), and a chain whose encryption key
 // the secrets lack is PermissionDenied.
 func (d *snapshotter) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {

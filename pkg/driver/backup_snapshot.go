@@ -170,42 +170,6 @@ func (d *snapshotter) retryUpload(ctx context.Context, snap backend.LVol, ref ta
 	return uploadFailure(snap)
 }
 
-// uploadFailure is the answer about a failed upload: its cause, and that
-// the upload is being retried under the same snapshot id. The code is
-// retryable whatever the cause, since the driver does retry: Unavailable
-// when the target could not be reached, ResourceExhausted when it is full,
-// else Aborted (CSI spec "CreateSnapshot": an operation is pending for the
-// snapshot; the CO retries with backoff).
-func uploadFailure(snap backend.LVol) error {
-	rec := volume.Of(snap)
-	code := codes.Aborted
-	switch c := rec.UploadCode; c {
-	case codes.Unavailable.String():
-		code = codes.Unavailable
-	case codes.ResourceExhausted.String():
-		code = codes.ResourceExhausted
-	}
-	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
-		rec.BackupRef, rec.UploadError)
-}
-
-// uploadRefusal is the answer about an upload refused for good: its cause
-// and that it is not retried, with the code recorded for it
-// (FailedPrecondition for a volume its chain cannot hold: CSI spec "Error
-// Scheme", the system is not in the state the operation needs, and no
-// retry changes that). The snapshot's lvol stays, so that the name keeps
-// its answer, until DeleteSnapshot; no new one is taken for the volume
-// while it does not fit (checkChainFits).
-func uploadRefusal(snap backend.LVol) error {
-	rec := volume.Of(snap)
-	code := codes.FailedPrecondition
-	if rec.UploadCode == codes.InvalidArgument.String() {
-		code = codes.InvalidArgument
-	}
-	return status.Errorf(code, "backup upload of %s failed for good: %s; it is not retried: delete this snapshot",
-		rec.BackupRef, rec.UploadError)
-}
-
 // backupCSISnapshot describes a backup's snapshot lvol as a CSI snapshot.
 func backupCSISnapshot(snap backend.LVol, ready bool) *csi.Snapshot {
 	s := csiSnapshot(snap, ready)

@@ -31,7 +31,7 @@ func (d *snapshotter) startUpload(snap backend.LVol, ref target.Ref, secrets map
 }
 
 // finishUpload records an upload's outcome on its snapshot: done, or
-// failed with the cause and its code for the next CreateSnapshot: refused
+// failed with the cause and its class for the next CreateSnapshot: refused
 // when no retry can ever upload it (volume.Final), else failed. A
 // cancelled upload (driver stopping) stays "uploading" and restarts on the
 // next call. A done snapshot is the chain's next FIEMAP base, so the sweep
@@ -41,7 +41,7 @@ func (d *snapshotter) finishUpload(snap backend.LVol, ref target.Ref, err error)
 		return
 	}
 	outcome := func(r *volume.Record) {
-		r.Upload, r.UploadError, r.UploadCode, r.UploadDoneAt = volume.Uploaded, "", "", time.Now().UTC()
+		r.Upload, r.UploadError, r.UploadClass, r.UploadDoneAt = volume.Uploaded, "", volume.ClassNone, time.Now().UTC()
 	}
 	if err != nil {
 		klog.ErrorS(err, "backup upload failed", "snapshot", snap.ID, "backup", ref.String())
@@ -50,7 +50,7 @@ func (d *snapshotter) finishUpload(snap backend.LVol, ref target.Ref, err error)
 			state = volume.UploadRefused // never retried: backupStatus answers it
 		}
 		outcome = func(r *volume.Record) {
-			r.Upload, r.UploadError, r.UploadCode = state, err.Error(), chainCode(err).String()
+			r.Upload, r.UploadError, r.UploadClass = state, err.Error(), volume.Classify(err)
 			r.UploadFailedAt = time.Now().UTC()
 		}
 	}

@@ -1,17 +1,12 @@
 package driver
 
 import (
-	"context"
 	"errors"
-	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
-	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -43,14 +38,42 @@ func snapshotError(doing string, err error) error {
 // restore still fills is refused by stageable with Unavailable first.)
 func nodeError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
-// familyCode is the code every family shares: Aborted for volume.ErrBusy,
-// else chainCode (which falls back to poolCode; volume.ErrNotReady wraps
-// backend.ErrNotFound).
-func familyCode(err error) codes.Code {
-	if errors.Is(err, volume.ErrBusy) {
-		return codes.Aborted
+// familyCode is the code every family shares: the class of err
+// (volume.Classify, the one classification of sentinels) as classCode maps
+// it. volume.ErrNotReady wraps backend.ErrNotFound: NotFound.
+func familyCode(err error) codes.Code { return classCode(volume.Classify(err)) }
+
+// classCodes are the codes of the classes (CSI spec "Error Scheme"): what the
+// user must fix is InvalidArgument, what is missing NotFound, damaged
+// backups, another cluster's chain and a volume larger than its chain
+// holds FailedPrecondition (final: retrying cannot heal them; a new chain
+// can hold the volume), a target that cannot be reached right now
+// Unavailable, a name held or a chain change that cannot be made safely
+// right now Aborted (both retryable: the spec leaves transient failures to
+// gRPC's codes).
+var classCodes = map[volume.Class]codes.Code{
+	volume.ClassNone:        codes.OK,
+	volume.ClassBusy:        codes.Aborted,
+	volume.ClassUnreachable: codes.Unavailable,
+	volume.ClassTooLarge:    codes.FailedPrecondition,
+	volume.ClassOwned:       codes.FailedPrecondition,
+	volume.ClassInvalid:     codes.InvalidArgument,
+	volume.ClassNotFound:    codes.NotFound,
+	volume.ClassDenied:      codes.PermissionDenied,
+	volume.ClassDamaged:     codes.FailedPrecondition,
+	volume.ClassTooSmall:    codes.OutOfRange,
+	volume.ClassExists:      codes.AlreadyExists,
+	volume.ClassNoSpace:     codes.ResourceExhausted,
+	volume.ClassCanceled:    codes.Canceled,
+	volume.ClassDeadline:    codes.DeadlineExceeded,
+}
+
+// classCode is the code of class c; a class without one is Internal.
+func classCode(c volume.Class) codes.Code {
+	if code, ok := classCodes[c]; ok {
+		return code
 	}
-	return chainCode(err)
+	return codes.Internal
 }
 
 // toStatus passes a status through and maps anything else with code, the
@@ -68,64 +91,41 @@ func toStatus(doing string, err error, code func(error) codes.Code) error {
 	return status.Errorf(code(err), "%s: %v", doing, err)
 }
 
-// poolCode maps a pool error to the gRPC code the CSI spec asks for; the
-// caller chooses the message. Unknown errors are Internal.
-func poolCode(err error) codes.Code {
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return codes.NotFound
-	case errors.Is(err, backend.ErrExists):
-		return codes.AlreadyExists
-	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC):
-		return codes.ResourceExhausted
-	case errors.Is(err, backend.ErrInvalid):
-		return codes.InvalidArgument
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	}
-	return codes.Internal
-}
-
 // errBusy is the answer when another operation holds the same key
 // (CSI spec "Concurrency": Aborted, the CO retries).
 func errBusy(key string) error {
 	return status.Errorf(codes.Aborted, "an operation on %q is already in progress; retry later", key)
 }
 
-// chainCode maps backup target and chain errors to gRPC codes: what the
-// user must fix is InvalidArgument, what is missing NotFound, damaged
-// backups and a volume larger than its chain holds FailedPrecondition
-// (final: retrying cannot heal them; a new chain can hold the volume), a target
-// that cannot be reached right now Unavailable, a chain change that cannot
-// be made safely right now Aborted (both retryable; CSI spec "Error
-// Scheme" leaves transient failures to gRPC's codes).
-func chainCode(err error) codes.Code {
-	switch {
-	case volume.Unreachable(err):
-		return codes.Unavailable
-	case errors.Is(err, s3chain.ErrVolumeTooLarge): // before ErrInvalidOptions, which it wraps
-		return codes.FailedPrecondition
-	case errors.Is(err, s3chain.ErrChainOwned): // another cluster's chain: a takeover or another target prefix
-		return codes.FailedPrecondition
-	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
-		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, store.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),
-		errors.Is(err, s3chain.ErrInvalidOptions):
-		return codes.InvalidArgument
-	case errors.Is(err, s3chain.ErrBackupNotFound):
-		return codes.NotFound
-	case errors.Is(err, store.ErrAccessDenied):
-		return codes.PermissionDenied
-	case errors.Is(err, s3chain.ErrChainBroken), errors.Is(err, s3chain.ErrCorruptBlock),
-		errors.Is(err, s3chain.ErrFormatVersion), errors.Is(err, s3chain.ErrInvalidManifest):
-		return codes.FailedPrecondition
-	case errors.Is(err, s3chain.ErrDestinationTooSmall):
-		return codes.OutOfRange
-	case errors.Is(err, s3chain.ErrChainBusy), errors.Is(err, s3chain.ErrLeaseLost):
-		return codes.Aborted
-	case errors.Is(err, store.ErrObjectTooLarge):
-		return codes.FailedPrecondition
+// uploadFailure is the answer about a failed upload: its cause, and that
+// the upload is being retried under the same snapshot id. The code is
+// retryable whatever the cause, since the driver does retry: Unavailable
+// when the target could not be reached, ResourceExhausted when it is full,
+// else Aborted (CSI spec "CreateSnapshot": an operation is pending for the
+// snapshot; the CO retries with backoff).
+func uploadFailure(snap backend.LVol) error {
+	rec := volume.Of(snap)
+	code := codes.Aborted
+	if c := classCode(rec.UploadClass); c == codes.Unavailable || c == codes.ResourceExhausted {
+		code = c
 	}
-	return poolCode(err)
+	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
+		rec.BackupRef, rec.UploadError)
+}
+
+// uploadRefusal is the answer about an upload refused for good: its cause
+// and that it is not retried, with the code of the class recorded for it
+// (FailedPrecondition for a volume its chain cannot hold: CSI spec "Error
+// Scheme", the system is not in the state the operation needs, and no
+// retry changes that). The snapshot's lvol stays, so that the name keeps
+// its answer, until DeleteSnapshot; no new one is taken for the volume
+// while it does not fit (checkChainFits).
+func uploadRefusal(snap backend.LVol) error {
+	rec := volume.Of(snap)
+	code := codes.FailedPrecondition
+	if classCode(rec.UploadClass) == codes.InvalidArgument {
+		code = codes.InvalidArgument
+	}
+	return status.Errorf(code, "backup upload of %s failed for good: %s; it is not retried: delete this snapshot",
+		rec.BackupRef, rec.UploadError)
 }

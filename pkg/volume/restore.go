@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -124,19 +121,4 @@ func (m *Manager) seededBase(lv backend.LVol) *s3chain.Image {
 		return nil
 	}
 	return im
-}
-
-// Unreachable reports whether err says the backup target could not be
-// reached or answered "try later": store.ErrTransient (throttling, 5xx,
-// network, after the store's own retries), or a network error the store
-// did not classify (connection refused or reset, a dial or I/O timeout).
-// A cancelled or expired request context is not: it is the caller's.
-func Unreachable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var ne net.Error
-	return errors.Is(err, store.ErrTransient) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
 }
