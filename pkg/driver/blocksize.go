@@ -10,6 +10,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // ParamBlockSize is the VolumeSnapshotClass parameter that sets the block
@@ -49,36 +50,19 @@ func checkChainFits(ctx context.Context, repo *s3chain.Repo, ref target.Ref, bs,
 	switch {
 	case errors.Is(err, s3chain.ErrBackupNotFound) && bs != 0 && size > s3chain.MaxVolumeSize(bs):
 		return status.Errorf(codes.InvalidArgument, "parameter %s %s holds volumes up to %d bytes (%d blocks), but volume of chain %q has %d; ask for a larger block size",
-			ParamBlockSize, quantity(bs), s3chain.MaxVolumeSize(bs), s3chain.MaxBlocks, ref.Chain, size)
+			ParamBlockSize, volume.Quantity(bs), s3chain.MaxVolumeSize(bs), s3chain.MaxBlocks, ref.Chain, size)
 	case errors.Is(err, s3chain.ErrBackupNotFound) && size > s3chain.MaxVolumeSize(s3chain.MaxBlockSize):
 		return status.Errorf(codes.FailedPrecondition, "a volume of %d bytes is larger than any backup chain holds: %d bytes (%d blocks of the largest block size, %s)",
-			size, s3chain.MaxVolumeSize(s3chain.MaxBlockSize), s3chain.MaxBlocks, quantity(s3chain.MaxBlockSize))
+			size, s3chain.MaxVolumeSize(s3chain.MaxBlockSize), s3chain.MaxBlocks, volume.Quantity(s3chain.MaxBlockSize))
 	case errors.Is(err, s3chain.ErrBackupNotFound):
 		return nil
 	case err != nil:
 		return snapshotError("read the chain's block size", err)
 	case bs != 0 && bs != cbs:
 		return status.Errorf(codes.InvalidArgument, "parameter %s is %d bytes but chain %q has block size %d bytes (%s), fixed by its first backup; use %s: %q or a new chain",
-			ParamBlockSize, bs, ref.Chain, cbs, quantity(cbs), ParamBlockSize, quantity(cbs))
+			ParamBlockSize, bs, ref.Chain, cbs, volume.Quantity(cbs), ParamBlockSize, volume.Quantity(cbs))
 	case size > s3chain.MaxVolumeSize(cbs):
-		return errChainFull(codes.FailedPrecondition, ref.Chain, size, cbs)
+		return snapshotError("", volume.ChainFull(volume.ClassTooLarge, ref.Chain, size, cbs))
 	}
 	return nil
-}
-
-// errChainFull is the answer, with code, about a volume of size bytes that
-// does not fit its chain of block size bs (bytes): the limit in bytes and
-// the ways out, all of them a new chain, since a chain's block size is
-// fixed (FORMAT.md §1).
-func errChainFull(code codes.Code, chain string, size, bs int64) error {
-	lim := s3chain.MaxVolumeSize(bs)
-	return status.Errorf(code, "a volume of %d bytes is larger than backup chain %q holds: %d bytes (%s; %d blocks of its block size %s, fixed by its first backup); "+
-		"to back up a larger volume use a new chain: restore a backup into a new claim (its backups go to the claim's own chain), "+
-		"or back it up under another chain name (chainvolctl backup create --chain)",
-		size, chain, lim, quantity(lim), s3chain.MaxBlocks, quantity(bs))
-}
-
-// quantity prints bytes as a Kubernetes quantity ("4Mi").
-func quantity(n int64) string {
-	return resource.NewQuantity(n, resource.BinarySI).String()
 }

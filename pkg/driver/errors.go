@@ -61,7 +61,7 @@ var classCodes = map[volume.Class]codes.Code{
 	volume.ClassNotFound:    codes.NotFound,
 	volume.ClassDenied:      codes.PermissionDenied,
 	volume.ClassDamaged:     codes.FailedPrecondition,
-	volume.ClassTooSmall:    codes.OutOfRange,
+	volume.ClassOutOfRange:  codes.OutOfRange,
 	volume.ClassExists:      codes.AlreadyExists,
 	volume.ClassNoSpace:     codes.ResourceExhausted,
 	volume.ClassCanceled:    codes.Canceled,
@@ -93,9 +93,7 @@ func toStatus(doing string, err error, code func(error) codes.Code) error {
 
 // errBusy is the answer when another operation holds the same key
 // (CSI spec "Concurrency": Aborted, the CO retries).
-func errBusy(key string) error {
-	return status.Errorf(codes.Aborted, "an operation on %q is already in progress; retry later", key)
-}
+func errBusy(key string) error { return volumeError("", volume.Busy(key)) }
 
 // uploadFailure is the answer about a failed upload: its cause, and that
 // the upload is being retried under the same snapshot id. The code is

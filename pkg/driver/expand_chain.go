@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -33,7 +32,7 @@ func (d *core) checkGrowFits(ctx context.Context, lv backend.LVol, size int64, s
 			bs = d.readChainBlockSize(ctx, ref, secrets)
 		}
 		if bs > 0 && size > s3chain.MaxVolumeSize(bs) {
-			return errChainFull(codes.OutOfRange, ref.Chain, size, bs)
+			return volumeError("", volume.ChainFull(volume.ClassOutOfRange, ref.Chain, size, bs))
 		}
 	}
 	return nil

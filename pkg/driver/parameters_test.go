@@ -7,6 +7,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 func TestParseVolumeParams(t *testing.T) {
@@ -67,7 +69,7 @@ func TestSizeFor(t *testing.T) {
 		req, limit, min, want int64
 		code                  codes.Code
 	}{
-		{0, 0, 0, defaultVolumeSize, codes.OK},
+		{0, 0, 0, volume.DefaultVolumeSize, codes.OK},
 		{0, 1 << 20, 0, 1 << 20, codes.OK},
 		{1000, 0, 0, 4096, codes.OK},
 		{1 << 20, 0, 2 << 20, 2 << 20, codes.OK},

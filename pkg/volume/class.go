@@ -23,21 +23,21 @@ type Class string
 // The classes, with the code pkg/driver answers for each (CSI spec "Error
 // Scheme").
 const (
-	ClassNone        Class = ""            // no error
-	ClassBusy        Class = "busy"        // held by another operation, a chain change not safe now: Aborted
-	ClassUnreachable Class = "unreachable" // the target cannot be reached now (Unreachable): Unavailable
-	ClassTooLarge    Class = "too-large"   // the volume outgrew its chain: FailedPrecondition, permanent
-	ClassOwned       Class = "owned"       // another cluster's chain: FailedPrecondition, permanent
-	ClassInvalid     Class = "invalid"     // bad reference, target, secret, chain, key, option: InvalidArgument, permanent
-	ClassNotFound    Class = "not-found"   // no such backup or lvol: NotFound
-	ClassDenied      Class = "denied"      // the target refuses access: PermissionDenied, permanent
-	ClassDamaged     Class = "damaged"     // a broken chain, corrupt block or manifest, an object too large: FailedPrecondition
-	ClassTooSmall    Class = "too-small"   // the destination is smaller than the backup: OutOfRange
-	ClassExists      Class = "exists"      // the lvol exists: AlreadyExists
-	ClassNoSpace     Class = "no-space"    // the pool (or a write) is out of space: ResourceExhausted
-	ClassCanceled    Class = "canceled"    // the caller's context was cancelled: Canceled
-	ClassDeadline    Class = "deadline"    // the caller's deadline passed: DeadlineExceeded
-	ClassInternal    Class = "internal"    // anything else: Internal
+	ClassNone        Class = ""             // no error
+	ClassBusy        Class = "busy"         // held by another operation, a chain change not safe now: Aborted
+	ClassUnreachable Class = "unreachable"  // the target cannot be reached now (Unreachable): Unavailable
+	ClassTooLarge    Class = "too-large"    // the volume outgrew its chain: FailedPrecondition, permanent
+	ClassOwned       Class = "owned"        // another cluster's chain: FailedPrecondition, permanent
+	ClassInvalid     Class = "invalid"      // bad reference, target, secret, chain, key, option: InvalidArgument, permanent
+	ClassNotFound    Class = "not-found"    // no such backup or lvol: NotFound
+	ClassDenied      Class = "denied"       // the target refuses access: PermissionDenied, permanent
+	ClassDamaged     Class = "damaged"      // a broken chain, corrupt block or manifest, an object too large: FailedPrecondition
+	ClassOutOfRange  Class = "out-of-range" // a size outside what is allowed (a destination smaller than the backup): OutOfRange
+	ClassExists      Class = "exists"       // the lvol exists: AlreadyExists
+	ClassNoSpace     Class = "no-space"     // the pool (or a write) is out of space: ResourceExhausted
+	ClassCanceled    Class = "canceled"     // the caller's context was cancelled: Canceled
+	ClassDeadline    Class = "deadline"     // the caller's deadline passed: DeadlineExceeded
+	ClassInternal    Class = "internal"     // anything else: Internal
 )
 
 // classes is the one ordered table of sentinels: the first row whose test
@@ -58,7 +58,7 @@ var classes = []struct {
 	{ClassDenied, isAny(store.ErrAccessDenied)},
 	{ClassDamaged, isAny(s3chain.ErrChainBroken, s3chain.ErrCorruptBlock, s3chain.ErrFormatVersion,
 		s3chain.ErrInvalidManifest)},
-	{ClassTooSmall, isAny(s3chain.ErrDestinationTooSmall)},
+	{ClassOutOfRange, isAny(s3chain.ErrDestinationTooSmall)},
 	{ClassBusy, isAny(s3chain.ErrChainBusy, s3chain.ErrLeaseLost)},
 	{ClassDamaged, isAny(store.ErrObjectTooLarge)},
 	{ClassNotFound, isAny(backend.ErrNotFound)},
@@ -81,11 +81,15 @@ func isAny(sentinels ...error) func(error) bool {
 	}
 }
 
-// Classify returns err's class: ClassNone for nil, ClassInternal for an
+// Classify returns err's class: a refusal's own (Refuse), else the first
+// row of classes err matches; ClassNone for nil, ClassInternal for an
 // error that wraps no known sentinel.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassNone
+	}
+	if c, ok := refusalClass(err); ok {
+		return c
 	}
 	for _, c := range classes {
 		if c.is(err) {
@@ -143,7 +147,7 @@ func legacyCodeClass(code string) Class {
 	case "PermissionDenied":
 		return ClassDenied
 	case "OutOfRange":
-		return ClassTooSmall
+		return ClassOutOfRange
 	}
 	return ClassInternal
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // Manager owns the lifecycle state of one node's volumes that is not on
@@ -64,6 +65,13 @@ type Config struct {
 	// PoolReserveBytes is the free space restores leave in the pool, in
 	// bytes; 0 means min(5% of the pool's filesystem, 1 GiB).
 	PoolReserveBytes int64
+	// Targets are the backup targets restores read from.
+	Targets *target.Set
+	// NoLocalBase makes every restore fetch every block from the target,
+	// never starting from a local snapshot of the chain (seedRestore).
+	NoLocalBase bool
+	// Observer hears of restores (metrics, events); nil hears nothing.
+	Observer RestoreObserver
 }
 
 // NewManager returns the manager of the lvols of pool.
@@ -110,9 +118,9 @@ func (m *Manager) StartGatedJob(key, what string, fn func(context.Context, *Job)
 	return m.jobs.startGated(key, what, fn)
 }
 
-// RunningJobs returns the jobs whose key starts with prefix and that have
-// not ended, in no order: what the metrics publish at each scrape.
-func (m *Manager) RunningJobs(prefix string) []*Job { return m.jobs.running(prefix) }
+// RunningRestores returns the restore jobs that have not ended, in no
+// order: what the metrics publish at each scrape.
+func (m *Manager) RunningRestores() []*Job { return m.jobs.running(restoreKey("")) }
 
 // ForgetJob drops a finished job so that a later call starts afresh.
 func (m *Manager) ForgetJob(key string) { m.jobs.forget(key) }

@@ -23,7 +23,7 @@ const (
 	retryMax   = 30 * time.Second
 )
 
-// Restore fills restoring volume lv with backup ref (concrete: chain
+// replay fills restoring volume lv with backup ref (concrete: chain
 // resolved, selector resolved) from repo, or when repo is nil from the
 // repository open returns (called once, on the first try), then records it
 // ready (PhaseReady, a detected fsType). It runs until it succeeds or fails
@@ -36,7 +36,7 @@ const (
 // whose backend.ErrNoSpace is returned as the error. Errors: those of
 // open and Repo.Restore (s3chain.ErrCorruptBlock, ErrBackupNotFound, ...),
 // backend.ErrNoSpace, context.Canceled when the job is stopped.
-func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo, open func(context.Context) (*s3chain.Repo, error)) error {
+func (m *Manager) replay(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo, open func(context.Context) (*s3chain.Repo, error)) error {
 	j.SetSubject(lv.ID)
 	j.SetBackup(ref.String())
 	ctx, stop := context.WithCancelCause(ctx)
@@ -52,7 +52,7 @@ func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 			}
 		}
 		if err == nil {
-			err = m.restore(ctx, j, lv, ref, repo)
+			err = m.replayOnce(ctx, j, lv, ref, repo)
 		}
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
@@ -76,9 +76,9 @@ func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 	}
 }
 
-// restore replays the backup from repo into the lvol, resumably, then
+// replayOnce replays the backup from repo into the lvol, resumably, then
 // marks it ready.
-func (m *Manager) restore(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo) error {
+func (m *Manager) replayOnce(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo) error {
 	path, err := m.pool.DataPath(lv.ID)
 	if err != nil {
 		return err
