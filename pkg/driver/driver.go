@@ -89,7 +89,8 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	}
 	c.vols = volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
 		PoolReserveBytes: opts.PoolReserveBytes, Targets: targets, NoLocalBase: opts.NoLocalBase,
-		Observer: restoreObserver{metrics: c.metrics, events: c.events}})
+		Observer: observer{metrics: c.metrics, events: c.events, index: &c.index},
+		Freezer:  volume.FreezerFunc(func(ctx context.Context, id string) (func(), error) { return c.node.freezeStaged(ctx, id) })})
 	c.identity, c.controller, c.restorer = &identity{core: c}, &controller{core: c}, &restorer{core: c}
 	c.snapshotter, c.groups, c.node = &snapshotter{core: c}, &groups{core: c}, &node{core: c}
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)

@@ -1,12 +1,9 @@
 package driver
 
 import (
-	"errors"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -23,16 +20,9 @@ import (
 // not exist yet). doing says what failed ("volume vol-…").
 func volumeError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
-// snapshotError is the status of err in a snapshot RPC: a snapshot id that
-// names nothing is NotFound, else as volumeError.
-func snapshotError(doing string, err error) error {
-	return toStatus(doing, err, func(err error) codes.Code {
-		if errors.Is(err, errNoSnapshot) {
-			return codes.NotFound
-		}
-		return familyCode(err)
-	})
-}
+// snapshotError is the status of err in a snapshot RPC: familyCode (a
+// snapshot id that names nothing, errNoSnapshot, is NotFound).
+func snapshotError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
 // nodeError is the status of err in a node RPC: familyCode. (A volume a
 // restore still fills is refused by stageable with Unavailable first.)
@@ -94,36 +84,3 @@ func toStatus(doing string, err error, code func(error) codes.Code) error {
 // errBusy is the answer when another operation holds the same key
 // (CSI spec "Concurrency": Aborted, the CO retries).
 func errBusy(key string) error { return volumeError("", volume.Busy(key)) }
-
-// uploadFailure is the answer about a failed upload: its cause, and that
-// the upload is being retried under the same snapshot id. The code is
-// retryable whatever the cause, since the driver does retry: Unavailable
-// when the target could not be reached, ResourceExhausted when it is full,
-// else Aborted (CSI spec "CreateSnapshot": an operation is pending for the
-// snapshot; the CO retries with backoff).
-func uploadFailure(snap backend.LVol) error {
-	rec := volume.Of(snap)
-	code := codes.Aborted
-	if c := classCode(rec.UploadClass); c == codes.Unavailable || c == codes.ResourceExhausted {
-		code = c
-	}
-	return status.Errorf(code, "backup upload of %s failed: %s; retrying the upload under the same snapshot id",
-		rec.BackupRef, rec.UploadError)
-}
-
-// uploadRefusal is the answer about an upload refused for good: its cause
-// and that it is not retried, with the code of the class recorded for it
-// (FailedPrecondition for a volume its chain cannot hold: CSI spec "Error
-// Scheme", the system is not in the state the operation needs, and no
-// retry changes that). The snapshot's lvol stays, so that the name keeps
-// its answer, until DeleteSnapshot; no new one is taken for the volume
-// while it does not fit (checkChainFits).
-func uploadRefusal(snap backend.LVol) error {
-	rec := volume.Of(snap)
-	code := codes.FailedPrecondition
-	if classCode(rec.UploadClass) == codes.InvalidArgument {
-		code = codes.InvalidArgument
-	}
-	return status.Errorf(code, "backup upload of %s failed for good: %s; it is not retried: delete this snapshot",
-		rec.BackupRef, rec.UploadError)
-}

@@ -48,7 +48,7 @@ func (d *core) checkGrowFits(ctx context.Context, lv backend.LVol, size int64, s
 // size that fits (s3chain newChainBlockSize).
 func (d *core) volumeChains(ctx context.Context, lv backend.LVol) map[target.Ref]int64 {
 	chains := map[target.Ref]int64{}
-	if r, err := target.ParseRef(volume.Of(lv).RestoredFrom); err == nil && r.Chain == chainName(lv) {
+	if r, err := target.ParseRef(volume.Of(lv).RestoredFrom); err == nil && r.Chain == volume.ChainOf(lv) {
 		chains[d.chainKey(r)] = 0
 	}
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)

@@ -123,11 +123,10 @@ func (d *groups) groupStatus(ctx context.Context, members []backend.LVol, secret
 	for _, m := range members {
 		s := csiSnapshot(m, true)
 		if volume.Of(m).IsBackup() {
-			resp, err := d.backupStatus(ctx, m, secrets)
-			if err != nil {
+			var err error
+			if s, err = d.backupStatus(ctx, m, secrets); err != nil {
 				return nil, err
 			}
-			s = resp.GetSnapshot()
 		}
 		s.GroupSnapshotId = g.GroupSnapshotId
 		g.ReadyToUse = g.ReadyToUse && s.GetReadyToUse()

@@ -6,6 +6,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -22,7 +23,7 @@ func (d *restorer) createRestoredVolume(ctx context.Context, req *csi.CreateVolu
 	lv, err := d.vols.Restore(ctx, volume.RestoreRequest{
 		Name: req.GetName(), Required: r.GetRequiredBytes(), Limit: r.GetLimitBytes(),
 		Ref: *vr.restore, Secrets: req.GetSecrets(), Record: rec,
-		OwnChain: chainName(backend.LVol{Name: req.GetName(), Labels: rec.Encode()}),
+		OwnChain: volume.ChainOf(backend.LVol{Name: req.GetName(), Labels: rec.Encode()}),
 	})
 	if err != nil {
 		return nil, volumeError("", err)
@@ -30,18 +31,25 @@ func (d *restorer) createRestoredVolume(ctx context.Context, req *csi.CreateVolu
 	return d.volumeResponse(lv, vr.source), nil
 }
 
-// restoreObserver is how the restores' story tells the metrics and the
-// claims' events (volume.RestoreObserver).
-type restoreObserver struct {
+// observer is how the restore and backup stories tell the metrics, the
+// claims' events and the listing cache (volume.Observer).
+type observer struct {
 	metrics *metrics
 	events  *pvcEvents
+	index   *backupIndex
 }
 
-func (o restoreObserver) RestoreWaiting(lv backend.LVol, message string) {
+func (o observer) RestoreWaiting(lv backend.LVol, message string) {
 	o.events.restoreProgress(lv, message)
 }
 
-func (o restoreObserver) RestoreDone(j *volume.Job, lv backend.LVol, err error) {
+func (o observer) RestoreDone(j *volume.Job, lv backend.LVol, err error) {
 	o.metrics.restoreDone(j, err)
 	o.events.restoreDone(lv)
 }
+
+func (o observer) BackupStarted(target string) func(s3chain.BackupStats, error) {
+	return o.metrics.backupStarted(target)
+}
+
+func (o observer) BackupDone(target string) { o.index.invalidate(target) }

@@ -54,7 +54,7 @@ var classes = []struct {
 	{ClassOwned, isAny(s3chain.ErrChainOwned)},
 	{ClassInvalid, isAny(target.ErrBadRef, target.ErrUnknownTarget, target.ErrBadSecret, s3chain.ErrInvalidChain,
 		store.ErrBadTarget, s3chain.ErrWrongKey, s3chain.ErrInvalidOptions)},
-	{ClassNotFound, isAny(s3chain.ErrBackupNotFound)},
+	{ClassNotFound, isAny(s3chain.ErrBackupNotFound, ErrNoBackup)},
 	{ClassDenied, isAny(store.ErrAccessDenied)},
 	{ClassDamaged, isAny(s3chain.ErrChainBroken, s3chain.ErrCorruptBlock, s3chain.ErrFormatVersion,
 		s3chain.ErrInvalidManifest)},

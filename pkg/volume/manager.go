@@ -70,8 +70,12 @@ type Config struct {
 	// NoLocalBase makes every restore fetch every block from the target,
 	// never starting from a local snapshot of the chain (seedRestore).
 	NoLocalBase bool
-	// Observer hears of restores (metrics, events); nil hears nothing.
-	Observer RestoreObserver
+	// Observer hears of restores and backups (metrics, events, the
+	// driver's listing cache); nil hears nothing.
+	Observer Observer
+	// Freezer freezes a staged volume's filesystem for a snapshot
+	// (TakeSnapshot); it must be set for snapshots.
+	Freezer Freezer
 }
 
 // NewManager returns the manager of the lvols of pool.

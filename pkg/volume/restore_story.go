@@ -40,14 +40,19 @@ func (r RestoreRequest) want() Want {
 	return Want{Name: r.Name, Required: r.Required, Limit: r.Limit, Record: r.Record}
 }
 
-// RestoreObserver hears of restores for metrics and events; its calls
-// must not block. (Config.Observer; nil hears nothing.)
-type RestoreObserver interface {
+// Observer hears of restores and backups for metrics, events and caches;
+// its calls must not block. (Config.Observer; nil hears nothing.)
+type Observer interface {
 	// RestoreWaiting: a call answers that the restore of lv is still
 	// running, with its progress message.
 	RestoreWaiting(lv backend.LVol, message string)
 	// RestoreDone: job j's restore of lv ended, with err (nil: ready).
 	RestoreDone(j *Job, lv backend.LVol, err error)
+	// BackupStarted: an upload into target begins; the returned function
+	// hears its outcome.
+	BackupStarted(target string) func(s3chain.BackupStats, error)
+	// BackupDone: an upload into target is durable (target's listing changed).
+	BackupDone(target string)
 }
 
 // Restore is the story of a restore, every step owned here: the kept
