@@ -15,7 +15,7 @@ import (
 // the chain's first backup is made and is fixed from then on: a backup
 // asking another size for an existing chain is InvalidArgument naming the
 // chain's. It bounds the chain's volumes: at most s3chain.MaxBlocks blocks
-// (64 GiB at 64Ki blocks; checkChainFits, ControllerExpandVolume). Smaller blocks make incrementals of scattered small changes
+// (64 GiB at 64Ki blocks; volume.CheckChainFits, ControllerExpandVolume). Smaller blocks make incrementals of scattered small changes
 // smaller (docs/BENCHMARKS.md measures it) at the price of more objects
 // and requests per byte. Absent: the chain's size, or for a new chain
 // s3chain.DefaultBlockSize.

@@ -36,10 +36,11 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("name:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, volumeNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("name:" + req.GetName())
+	defer unlock()
 
 	if vr.restore != nil {
 		return d.createRestoredVolume(ctx, req, vr)
@@ -224,10 +225,11 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindVolume) {
 		d.vols.SweepBases(ctx)

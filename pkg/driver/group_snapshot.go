@@ -53,10 +53,11 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("group:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, groupNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("group:" + req.GetName())
+	defer unlock()
 	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
 	if g, err := d.recordedGroup(ctx, req, ids); err != nil {
 		return nil, err

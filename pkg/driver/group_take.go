@@ -27,19 +27,19 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range srcs {
-		if !d.vols.TryLock(s.ID) {
-			for _, t := range srcs[:i] {
-				d.vols.Unlock(t.ID)
-			}
-			return nil, errBusy(s.ID)
-		}
-	}
+	var unlocks []func()
 	defer func() {
-		for _, s := range srcs {
-			d.vols.Unlock(s.ID)
+		for _, unlock := range unlocks {
+			unlock()
 		}
 	}()
+	for _, s := range srcs {
+		unlock, err := lock(d.vols, lvolLock(s.ID))
+		if err != nil {
+			return nil, err
+		}
+		unlocks = append(unlocks, unlock)
+	}
 	if err := d.memberNamesFree(ctx, req.GetName(), len(srcs)); err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func TestPage(t *testing.T) {
 // holds the name, where it used to be Aborted until the lock was free.
 func TestRestoreParsedBeforeLock(t *testing.T) {
 	e := newNodeEnv(t)
-	if !e.d.vols.TryLock("name:pvc-held") {
+	if !e.d.vols.TryLock(volumeNameLock("pvc-held").key) {
 		t.Fatal("lock")
 	}
 	for _, fromBackup := range []string{"no-backup-here", "nosuch:chain@latest", "${pvc.namespace}/${pvc.name}@latest"} {

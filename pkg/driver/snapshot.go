@@ -26,10 +26,11 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("snap:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, snapshotNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("snap:" + req.GetName())
+	defer unlock()
 	if sp.Backup {
 		return d.createBackupSnapshot(ctx, req, sp)
 	}
@@ -59,10 +60,11 @@ func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapsho
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 	if volume.IsBackupID(id) {
 		if err := d.deleteBackupSnapshot(ctx, id, req.GetSecrets()); err != nil {
 			return nil, err

@@ -92,7 +92,7 @@ func (m *Manager) replayOnce(ctx context.Context, j *Job, lv backend.LVol, ref t
 	if err != nil {
 		return err
 	}
-	_ = os.Remove(m.RestoreBasePath(lv.ID))
+	_ = os.Remove(m.restoreBasePath(lv.ID))
 	detected := ""
 	if mode, _ := s3chain.NormalizeVolumeMode(man.VolumeMode); man.FSType == "" && mode != s3chain.VolumeModeBlock {
 		detected, _ = s3chain.DetectFSType(ctx, path)
@@ -113,7 +113,7 @@ func (m *Manager) replayOnce(ctx context.Context, j *Job, lv backend.LVol, ref t
 // seededBase returns the image the data file of lv was seeded with, or
 // nil for a full restore.
 func (m *Manager) seededBase(lv backend.LVol) *s3chain.Image {
-	im, err := s3chain.ReadImage(m.RestoreBasePath(lv.ID))
+	im, err := s3chain.ReadImage(m.restoreBasePath(lv.ID))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		klog.ErrorS(err, "restore base record unreadable: full restore", "volume", lv.ID)
 	}

@@ -25,7 +25,7 @@ import (
 
 // seedRestore makes the fresh data file of restoring volume lv (of backup
 // ref, concrete) a reflink copy of the best local base (restoreBase:
-// backend.Pool.CloneInto) and records that base's image (RestoreBasePath)
+// backend.Pool.CloneInto) and records that base's image (restoreBasePath)
 // once the copy is durable. Any failure leaves the restore a full one,
 // which is correct whatever the file holds: it writes every data block and
 // zeroes every zero block.
@@ -46,7 +46,7 @@ func (m *Manager) seedRestore(ctx context.Context, lv backend.LVol, ref backupid
 		return
 	}
 	m.SpaceChanged() // the seed shares the base's blocks: more to pay when rewritten
-	p := m.RestoreBasePath(lv.ID)
+	p := m.restoreBasePath(lv.ID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
 		err = im.WriteFile(p)
 	}

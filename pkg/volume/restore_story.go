@@ -70,14 +70,14 @@ type Observer interface {
 // prepared, the kept failure (wrapping the engine's sentinels), or the
 // target's and the pool's sentinels.
 func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol, error) {
-	if err := m.TakeFailure(req.Name); err != nil {
+	if err := m.takeFailure(req.Name); err != nil {
 		return backend.LVol{}, err
 	}
 	if lv, err := m.pool.GetByName(ctx, backend.KindVolume, req.Name); err == nil {
 		return m.resumeRestore(ctx, req, lv)
 	}
 	what := "restore of " + req.Ref.String()
-	j := m.StartGatedJob(restoreKey(req.Name), what, func(ctx context.Context, j *Job) error {
+	j := m.startGatedJob(restoreKey(req.Name), what, func(ctx context.Context, j *Job) error {
 		return m.restoreNew(ctx, j, req)
 	})
 	// If the call does not wait (wait opens the gate), the job starts just
@@ -139,7 +139,7 @@ func (m *Manager) awaitRestore(ctx context.Context, name string, j *Job) (backen
 	}
 	m.ForgetJob(restoreKey(name))
 	if j.Err() != nil {
-		if err := m.TakeFailure(name); err != nil {
+		if err := m.takeFailure(name); err != nil {
 			return backend.LVol{}, err
 		}
 		return backend.LVol{}, Refuse(ClassBusy, "restore of volume %s was cancelled: %v", name, j.Err())
@@ -159,7 +159,7 @@ func (m *Manager) restoreNew(ctx context.Context, j *Job, req RestoreRequest) er
 	repo, lv, ref, err := m.admitRestore(ctx, req)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			m.SetFailure(req.Name, err)
+			m.setFailure(req.Name, err)
 		}
 		return err
 	}
@@ -188,7 +188,7 @@ func (m *Manager) runRestore(ctx context.Context, j *Job, lv backend.LVol, ref b
 	}
 	if err != nil {
 		klog.ErrorS(err, "restore failed", "volume", lv.ID, "backup", ref.String())
-		m.SetFailure(lv.Name, fmt.Errorf("restore of %s failed: %w", ref, err))
+		m.setFailure(lv.Name, fmt.Errorf("restore of %s failed: %w", ref, err))
 		m.removeRestored(lv)
 	}
 	if m.cfg.Observer != nil {
@@ -202,12 +202,12 @@ func (m *Manager) removeRestored(lv backend.LVol) {
 	if err := m.pool.Delete(context.Background(), lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		klog.ErrorS(err, "remove lvol of failed restore", "volume", lv.ID)
 	}
-	m.DropRestoreState(lv.ID)
+	m.dropRestoreState(lv.ID)
 }
 
 // CancelRestore stops a running restore of lv (DeleteVolume during a
 // restore) and removes its checkpoint.
 func (m *Manager) CancelRestore(lv backend.LVol) {
 	m.StopJob(restoreKey(lv.Name))
-	m.DropRestoreState(lv.ID)
+	m.dropRestoreState(lv.ID)
 }
