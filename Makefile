@@ -5,13 +5,16 @@ BIN := $(CURDIR)/bin
 VERSITYGW_VERSION := v1.8.0
 # The peer of make bench: the newest restic, built from its Go module.
 RESTIC_VERSION := v0.18.1
-# The version every binary, the image tag and GetPluginInfo report
-# (pkg/version): `git describe`, e.g. v0.3.0, v0.3.0-4-gabc1234, abc1234-dirty.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The one version of a build (hack/version.sh, from git describe): every
+# binary's -version, GetPluginInfo and chainvol_build_info (pkg/version),
+# the image tag, the chart's appVersion and the kustomize overlays of make
+# image; e.g. v0.3.0, v0.3.0-4-gabc1234, 0.0.0-dev+abc1234-dirty.
+VERSION ?= $(shell bash hack/version.sh)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/chainvol/chainvol/pkg/version.tag=$(VERSION) -X github.com/chainvol/chainvol/pkg/version.commit=$(COMMIT)
-# The image `make image` builds (no container engine needed): the tag the
-# chart and deploy/ run, and where the tarball and OCI layout go.
+# The image `make image` builds (no container engine needed): its tag is
+# VERSION with "+" as "_" (tags cannot hold "+"); the tarball, OCI layout,
+# kustomize overlays and stamped chart go to IMAGE_DIR.
 IMAGE_REPO ?= ghcr.io/chainvol/chainvol-csi
 IMAGE_TAG ?= $(subst +,_,$(VERSION))
 IMAGE_DIR := $(BIN)/image
@@ -29,7 +32,7 @@ UNIT_CMD := $(GO) test -json -race -count=1 $(UNIT_PKGS)
 SANITY_CMD := $(GO) test -json -count=1 -timeout 30m ./test/sanity/...
 E2E_CMD := $(GO) test -json -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
-.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo image image-docker clean e2e-cluster e2e-k8s-storage verify-protocol
+.PHONY: help build test unit sanity e2e bench bench-deps lint deps demo demo-s3 image image-docker clean e2e-cluster e2e-k8s-storage verify-protocol
 
 help: ## list targets with what they do
 	@awk -F':.*## ' '/^[a-z0-9-]+:.*## / { name[++n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1) } \
@@ -81,7 +84,10 @@ deps: ## install what the tests need (missing Debian packages only, versitygw); 
 demo: deps build ## the main job: backup then restore through the driver's socket
 	bash hack/demo.sh
 
-image: build ## node-plugin image without a container engine: bin/image/chainvol-csi-VERSION.tar + OCI layout (root, Debian base cached)
+demo-s3: deps build ## docs/operator.md "Try it on S3 in five minutes" as written: versitygw on loopback, target init, full + incremental backup, restore compared (no root)
+	bash hack/demo-s3.sh
+
+image: build ## node-plugin image without a container engine, then prints how to import and install it (root, Debian base cached)
 	@bash hack/apt-install.sh debootstrap
 	bash hack/image-base.sh $(IMAGE_BASE)
 	$(GO) run ./hack/image -base $(IMAGE_BASE) -bin $(BIN)/chainvol-csi -bin $(BIN)/chainvolctl \
@@ -89,6 +95,8 @@ image: build ## node-plugin image without a container engine: bin/image/chainvol
 	  -out $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -layout $(IMAGE_DIR)/oci
 	$(GO) run ./hack/image -check $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -tag $(IMAGE_REPO):$(IMAGE_TAG) -version $(VERSION)
 	@echo "$(IMAGE_REPO):$(IMAGE_TAG) $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar" > $(IMAGE_DIR)/last-build
+	@$(GO) run ./hack/imagedeploy -image $(IMAGE_REPO):$(IMAGE_TAG) -version "$(VERSION)" \
+	  -tar $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -out $(IMAGE_DIR)
 
 image-docker: ## the same image from the Dockerfile, with a Docker engine (skips without one)
 	IMAGE=$(IMAGE_REPO):$(IMAGE_TAG) VERSION=$(VERSION) COMMIT=$(COMMIT) bash deploy/build-image.sh

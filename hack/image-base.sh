@@ -15,10 +15,16 @@
 #
 # Environment: DEBIAN_MIRROR (default: the machine's own apt mirror, else
 # http://deb.debian.org/debian), SUITE (default bookworm).
+#
+# OUT's directory (bin/image/ for `make image`) is created here: a fresh
+# clone has no bin/ (issue 33: the log went to a directory that did not
+# exist). hack/cleantree_test.go runs this script from a fresh clone with
+# debootstrap and chroot faked.
 set -euo pipefail
 
 out=${1:?usage: image-base.sh OUT.tar}
 [[ -f $out ]] && { echo "image-base: reusing $out"; exit 0; }
+mkdir -p "$(dirname "$out")"
 [[ $(id -u) == 0 ]] || { echo "image-base: debootstrap needs root to build $out" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "image-base: debootstrap is not installed (hack/apt-install.sh debootstrap)" >&2; exit 1; }
 
@@ -37,7 +43,8 @@ trap 'rm -rf "$work"' EXIT
 log=$out.debootstrap.log
 echo "image-base: debootstrap $suite from $mirror (a few minutes; log in $log)"
 debootstrap --variant=minbase --include=mount,util-linux,e2fsprogs,xfsprogs \
-  "$suite" "$work/root" "$mirror" > "$log" 2>&1 || { echo "image-base: debootstrap failed, see $log" >&2; exit 1; }
+  "$suite" "$work/root" "$mirror" > "$log" 2>&1 || {
+  echo "image-base: debootstrap failed; the last lines of $log:" >&2; tail -n 15 "$log" >&2; exit 1; }
 for tool in mount umount losetup blkid fsck mkfs.ext4 resize2fs mkfs.xfs xfs_growfs xfs_admin xfs_logprint; do
   chroot "$work/root" sh -c "command -v $tool" >/dev/null || { echo "image-base: $tool missing in the rootfs" >&2; exit 1; }
 done

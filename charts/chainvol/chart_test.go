@@ -66,12 +66,13 @@ type prometheusRule struct {
 }
 
 var types = map[string]func() any{
-	"v1/Namespace":                                    func() any { return &corev1.Namespace{} },
-	"v1/ServiceAccount":                               func() any { return &corev1.ServiceAccount{} },
-	"v1/Service":                                      func() any { return &corev1.Service{} },
-	"apps/v1/DaemonSet":                               func() any { return &appsv1.DaemonSet{} },
-	"storage.k8s.io/v1/CSIDriver":                     func() any { return &storagev1.CSIDriver{} },
-	"rbac.authorization.k8s.io/v1/ClusterRole":        func() any { return &rbacv1.ClusterRole{} },
+	"v1/Namespace":                             func() any { return &corev1.Namespace{} },
+	"v1/ServiceAccount":                        func() any { return &corev1.ServiceAccount{} },
+	"v1/Service":                               func() any { return &corev1.Service{} },
+	"v1/ConfigMap":                             func() any { return &corev1.ConfigMap{} },
+	"apps/v1/DaemonSet":                        func() any { return &appsv1.DaemonSet{} },
+	"storage.k8s.io/v1/CSIDriver":              func() any { return &storagev1.CSIDriver{} },
+	"rbac.authorization.k8s.io/v1/ClusterRole": func() any { return &rbacv1.ClusterRole{} },
 	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
 	"rbac.authorization.k8s.io/v1/Role":               func() any { return &rbacv1.Role{} },
 	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return &rbacv1.RoleBinding{} },

@@ -96,7 +96,7 @@ func TestChartValues(t *testing.T) {
 		"stateDir": "/mnt/state",
 		"logLevel": 4,
 		"backup": map[string]any{
-			"targets":           []any{map[string]any{"name": "s3", "url": "s3://bk/c?endpoint=s3.example:443&ca=/etc/chainvol/ca/ca.pem"}},
+			"targets":           []any{map[string]any{"name": "s3", "url": "s3://bkt/c?endpoint=s3.example:443&ca=/etc/chainvol/ca/ca.pem"}},
 			"credentialsSecret": "s3-creds", "caConfigMap": "s3-ca",
 		},
 		"driver":         map[string]any{"kubeletRegistration": true, "extraEnv": []any{map[string]any{"name": "AWS_REGION", "value": "eu-west-1"}}},
@@ -113,7 +113,7 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("image %q", drv.Image)
 	}
 	for _, want := range []string{"-pool-dir=/mnt/pool", "-state-dir=/mnt/state", "-v=4",
-		"-backup-target=s3=s3://bk/c?endpoint=s3.example:443&ca=/etc/chainvol/ca/ca.pem",
+		"-backup-target=s3=s3://bkt/c?endpoint=s3.example:443&ca=/etc/chainvol/ca/ca.pem",
 		"-backup-credentials-file=/etc/chainvol/credentials/credentials",
 		"-kubelet-registration-path=/var/lib/kubelet/plugins/chainvol.csi.io/csi.sock"} {
 		if !slices.Contains(drv.Args, want) {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
@@ -120,7 +121,8 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 			o.Parent = ms[len(ms)-1].ID
 		}
 	}
-	m, st, err := copySource(ctx, repo, o, live, f.interval)
+	rec := a.publishJob(jobrec.KindBackup, "backup of "+f.from, a.targetName(tgt)+":"+chain, f.from)
+	m, st, err := copySource(ctx, repo, o, live, f.interval, rec)
 	if err != nil {
 		return err
 	}
@@ -139,14 +141,17 @@ func (a *app) backupCreate(cmd *cobra.Command, f createFlags) error {
 }
 
 // copySource runs the backup o, with live's filesystems frozen for exactly
-// the copy when there are any to freeze, and a progress display.
-func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live []liveMount, interval time.Duration) (*s3chain.Manifest, s3chain.BackupStats, error) {
+// the copy when there are any to freeze, and a progress display (and the
+// job record rec, which it ends).
+func copySource(ctx context.Context, repo *s3chain.Repo, o s3chain.BackupOptions, live []liveMount, interval time.Duration,
+	rec *jobrec.Publisher) (*s3chain.Manifest, s3chain.BackupStats, error) {
 	bctx, thaw, err := freezeFor(ctx, live)
 	if err != nil {
+		rec.End()
 		return nil, s3chain.BackupStats{}, err
 	}
 	defer thaw() // also on a panic; thawed below as soon as the copy ends
-	p := newProgress("backup "+o.Chain, interval)
+	p := newProgress("backup "+o.Chain, interval, rec)
 	o.Progress = p.update
 	m, st, err := repo.Backup(bctx, o)
 	thaw()
@@ -195,7 +200,7 @@ func (a *app) ensureFileTarget(name string) error {
 	}
 	t, err := set.Lookup(name)
 	if err != nil {
-		return explain(err)
+		return usageError{explain(err)} // a [TARGET:] that is not configured, as everywhere
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,9 @@ import (
 type rmResult struct {
 	DryRun  bool        `json:"dryRun"`
 	Removed []backupRef `json:"removed"`
+	// Locked, with --dry-run, is the retain-until date of a backup under
+	// S3 Object Lock retention, which rm would refuse.
+	Locked string `json:"locked,omitempty"`
 	*rmPreview
 }
 
@@ -50,7 +54,8 @@ default, only once they are older; 'gc --min-age 0' frees them at once).
 from the chain's manifests and its block listing, the blocks (and stored
 bytes) only that backup references, which a gc may then free, and the
 blocks no backup references already, which a gc frees anyway. A backup
-or gc running meanwhile can change the answer.`,
+or gc running meanwhile can change the answer. A backup under S3 Object
+Lock retention is refused before its date, naming it (--dry-run says so).`,
 		Example: "  chainvolctl backup rm demo/data@20261129T101500Z-3f9a0c17 --dry-run\n" +
 			"  chainvolctl backup rm demo/data@20261129T101500Z-3f9a0c17\n  chainvolctl gc --min-age 0 --chain demo/data",
 		Args: args(cobra.ExactArgs(1)),
@@ -74,6 +79,9 @@ func (a *app) backupRm(cmd *cobra.Command, ref string, dryRun bool) error {
 		}
 		res.rmPreview = &rmPreview{FreedBlocks: st.FreedBlocks, FreedBytes: st.FreedBytes, YoungBlocks: st.YoungBlocks,
 			UnreferencedBlocks: st.UnreferencedBlocks, UnreferencedBytes: st.UnreferencedBytes, EmptiesChain: st.EmptiesChain}
+		if err := repo.Deletable(ctx, m.Chain, m.ID); errors.Is(err, s3chain.ErrRetained) {
+			res.Locked = lockedDate(err)
+		}
 	} else if err := repo.DeleteBackup(ctx, m.Chain, m.ID); err != nil {
 		return explain(wrapOp(fmt.Sprintf("remove %s@%s", m.Chain, m.ID), err))
 	}
@@ -88,6 +96,10 @@ func (r rmResult) text(w io.Writer) error {
 		return err
 	}
 	p := r.rmPreview
+	if r.Locked != "" {
+		_, err := fmt.Fprintf(w, "%s@%s is under S3 Object Lock retention until %s: rm would be refused until then (dry run: nothing deleted)\n", b.Chain, b.ID, r.Locked)
+		return err
+	}
 	fmt.Fprintf(w, "would remove %s@%s (dry run: nothing deleted)\n", b.Chain, b.ID)
 	fmt.Fprintf(w, "then 'chainvolctl gc --min-age 0' may free %d blocks (%s) that only this backup references", p.FreedBlocks, bytesStr(p.FreedBytes))
 	if p.YoungBlocks > 0 {

@@ -17,31 +17,45 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/chainvol/chainvol/pkg/retention"
 )
 
 // snapshotFlags are the flags of "k8s snapshot".
 type snapshotFlags struct {
 	namespace, selector, class, schedule, kubeconfig string
 	keep                                             int
+	keepSet                                          bool // --keep given
+	rules                                            policyFlags
+	policy                                           retention.Policy // what prunes: --keep-* or keep-last --keep
 }
 
 func (a *app) newK8sSnapshotCmd() *cobra.Command {
 	var f snapshotFlags
 	cmd := &cobra.Command{
-		Use:   "snapshot --selector LABELS --class CLASS --keep N",
-		Short: "Snapshot the labelled claims of a namespace and prune to the newest N (for a CronJob)",
+		Use:   "snapshot --selector LABELS --class CLASS [--keep N | --keep-daily N ...]",
+		Short: "Snapshot the labelled claims of a namespace and prune by a retention policy (for a CronJob)",
 		Long: `Create a VolumeSnapshot of class --class for every bound PVC of --namespace
 matching --selector, named PVC-YYYYMMDDHHMMSS and labelled with the schedule
 (--schedule) and the claim; then, per claim, delete this schedule's
 snapshots older than the newest --keep ready ones (snapshots still
-uploading are kept). With a backup class of deletionPolicy Delete
+uploading are kept), or, with --keep-* flags instead of --keep, those the
+retention policy does not keep (restic's forget rules, as in 'chainvolctl
+backup forget': --keep-last, --keep-hourly, --keep-daily, --keep-weekly,
+--keep-monthly, --keep-yearly, --keep-within; in UTC). With a backup class of deletionPolicy Delete
 (deploy/examples/retention) a deleted snapshot deletes its backup and the
 driver frees its blocks. deploy/examples/scheduled-backup runs this as a
 CronJob; the in-cluster service account needs list on persistentvolumeclaims
 and create, list, delete on volumesnapshots.`,
-		Example: `  chainvolctl k8s snapshot --namespace shop --selector backup=nightly --class chainvol-backup-delete --keep 7`,
-		Args:    args(cobra.NoArgs),
-		RunE:    a.run(func(cmd *cobra.Command, _ []string) error { return k8sSnapshot(cmd.Context(), cmd.ErrOrStderr(), f) }),
+		Example: `  chainvolctl k8s snapshot --namespace shop --selector backup=nightly --class chainvol-backup-delete --keep 7
+  chainvolctl k8s snapshot -n shop -l backup=hourly --class chainvol-backup-delete --keep-hourly 24 --keep-daily 7 --keep-weekly 4`,
+		Args: args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			if err := f.setPolicy(cmd); err != nil {
+				return err
+			}
+			return k8sSnapshot(cmd.Context(), cmd.ErrOrStderr(), f)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the claims")
@@ -50,7 +64,23 @@ and create, list, delete on volumesnapshots.`,
 	fl.StringVar(&f.schedule, "schedule", "default", "schedule name (label value); only this schedule's snapshots are pruned")
 	fl.IntVar(&f.keep, "keep", 7, "ready snapshots to keep per claim; older ones of the schedule are deleted (0 keeps all)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	addPolicyFlags(fl, &f.rules)
 	return cmd
+}
+
+// setPolicy sets f.policy from the --keep-* flags, else from --keep (its
+// keep-last); both at once is a usage error.
+func (f *snapshotFlags) setPolicy(cmd *cobra.Command) error {
+	if !f.rules.changed(cmd.Flags()) {
+		f.policy = retention.Policy{Last: f.keep}
+		return nil
+	}
+	if cmd.Flags().Changed("keep") {
+		return usagef("--keep is keep-last: give --keep-last with the other --keep-* flags, not --keep")
+	}
+	var err error
+	f.policy, err = f.rules.policy()
+	return err
 }
 
 // k8sSnapshot snapshots every selected claim, then prunes each claim's
@@ -118,7 +148,7 @@ func snapshotClaim(ctx context.Context, log io.Writer, c volumeSnapshots, pvc st
 		return fmt.Errorf("create volumesnapshot %s: %w", vs.Name, err)
 	}
 	fmt.Fprintf(log, "volumesnapshot/%s created\n", vs.Name)
-	if f.keep == 0 {
+	if f.policy.Empty() {
 		return nil
 	}
 	list, err := c.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(l).String()})
@@ -129,11 +159,11 @@ func snapshotClaim(ctx context.Context, log io.Writer, c volumeSnapshots, pvc st
 		src := v.Spec.Source.PersistentVolumeClaimName
 		return src == nil || *src != pvc
 	})
-	for _, old := range toPrune(mine, f.keep) {
+	for _, old := range toPrune(mine, f.policy) {
 		if err := c.Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("delete volumesnapshot %s: %w", old.Name, err)
 		}
-		fmt.Fprintf(log, "volumesnapshot/%s deleted (keep %d)\n", old.Name, f.keep)
+		fmt.Fprintf(log, "volumesnapshot/%s deleted (%s)\n", old.Name, f.policy)
 	}
 	return nil
 }

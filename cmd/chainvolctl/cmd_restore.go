@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
@@ -82,6 +83,9 @@ succeeds.`,
 
 func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 	ctx := cmd.Context()
+	if err := checkToDir(f.to); err != nil {
+		return err
+	}
 	repo, m, err := a.resolveRef(ctx, refArg)
 	if err != nil {
 		return err
@@ -93,7 +97,9 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 	if err := os.MkdirAll(filepath.Dir(plan.ckpt), 0o750); err != nil {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
-	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval)
+	ref, _ := parseRefArg(refArg) // parsed by resolveRef
+	rec := a.publishJob(jobrec.KindRestore, "restore onto "+f.to, a.targetName(ref.Target)+":"+m.Chain+"@"+m.ID, f.to)
+	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval, rec)
 	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: plan.write,
 		Workers: f.workers, Checkpoint: plan.ckpt, Progress: p.update})
 	p.finish()
@@ -143,6 +149,22 @@ func (a *app) defaultCheckpoint(to string) string {
 // --force, unless the checkpoint was written for this very destination
 // (the resumption of an earlier restore onto it, not of one onto a file or
 // disk that was at this path before).
+// checkToDir refuses, as a usage error, a --to whose directory does not
+// exist: a typo in it would otherwise restore into a new directory tree.
+func checkToDir(to string) error {
+	dir := filepath.Dir(to)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return usagef("--to %s: the directory %s does not exist; create it first (mkdir -p %s), or fix the path", to, dir, dir)
+	case err != nil:
+		return usagef("--to %s: %v", to, err)
+	case !fi.IsDir():
+		return usagef("--to %s: %s is not a directory", to, dir)
+	}
+	return nil
+}
+
 func (p restorePlan) checkOverwrite(force bool) error {
 	to, ckpt := p.write, p.ckpt
 	// What a restore refuses even with --force (a mounted or held device,

@@ -29,7 +29,7 @@ the only target is "default", the driver's embedded file://STATE_DIR/backups.`,
   chainvolctl --target a=file:///srv/backups --target b='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
 		RunE: groupRunE,
 	}
-	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd())
+	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd(), a.newTargetInitCmd())
 	return cmd
 }
 
@@ -44,9 +44,13 @@ type targetRow struct {
 	// If-None-Match: *, link(2) for files); false means chainvol cannot
 	// create chains there (s3chain refuses with store.ErrBadTarget). Set
 	// by check only.
-	Conditional *bool  `json:"conditionalWrites,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Note        string `json:"note,omitempty"` // e.g. an empty file target
+	Conditional *bool `json:"conditionalWrites,omitempty"`
+	// ObjectLock describes the bucket's S3 Object Lock (mode and default
+	// retention) and the retention the target asks for (lock=, retain=);
+	// set by check, for S3 targets only.
+	ObjectLock string `json:"objectLock,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Note       string `json:"note,omitempty"` // e.g. an empty file target
 }
 
 func (a *app) newTargetLsCmd() *cobra.Command {
@@ -84,8 +88,11 @@ func (a *app) newTargetCheckCmd() *cobra.Command {
 write, read back and delete a small probe object under chainvolctl-check/
 (writable), and create one twice with a conditional write (If-None-Match: *)
 to report whether the target supports conditional writes (chainvol needs them
-to create a chain's first backup). Exits 1 if any target fails.`,
-		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://bk?endpoint=h:9000&region=r' target check off",
+to create a chain's first backup). For S3 it also reports the bucket's
+Object Lock (enabled, default retention) and the retention the target asks
+for (lock=, retain=), and fails a target whose bucket cannot keep it.
+Exits 1 if any target fails.`,
+		Example: "  chainvolctl target check\n  chainvolctl --target off='s3://chainvol-offsite?endpoint=10.0.0.5:9000&region=us-east-1' target check off",
 		RunE: a.run(func(cmd *cobra.Command, names []string) error {
 			set, err := a.targetSet()
 			if err != nil {
@@ -109,19 +116,22 @@ to create a chain's first backup). Exits 1 if any target fails.`,
 				}
 				rows = append(rows, r)
 			}
-			err = a.emit(cmd, rows, func(w io.Writer) error {
-				tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR/NOTE")
-				for _, r := range rows {
-					tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error+r.Note))
-				}
-				return tb.flush()
-			})
+			err = a.emit(cmd, rows, func(w io.Writer) error { return checkTable(w, rows...) })
 			if err == nil && failed > 0 {
 				err = fmt.Errorf("%d of %d targets failed the check", failed, len(rows))
 			}
 			return err
 		}),
 	}
+}
+
+// checkTable prints the rows of a check.
+func checkTable(w io.Writer, rows ...targetRow) error {
+	tb := newTable(w, "NAME", "REACHABLE", "WRITABLE", "URL", "ERROR/NOTE")
+	for _, r := range rows {
+		tb.row(r.Name, fmtBool(r.Reachable), fmtBool(r.Writable), r.URL, orDash(r.Error+r.Note))
+	}
+	return tb.flush()
 }
 
 // checkTarget lists the target, then writes, reads and deletes a probe.
@@ -167,7 +177,38 @@ func (a *app) checkTarget(ctx context.Context, set *target.Set, name string) tar
 	if !cond {
 		r.Note = "conditional writes: not supported (new chains are refused; use a server that supports If-None-Match)"
 	}
+	if err := checkObjectLock(ctx, store, &r); err != nil {
+		r.Error = oneLine(explain(err))
+	}
 	return r
+}
+
+// checkObjectLock sets r.ObjectLock for a store with Object Lock (S3) and
+// fails, naming the bucket setting, when the target asks for retention
+// the bucket cannot keep.
+func checkObjectLock(ctx context.Context, st store.Store, r *targetRow) error {
+	l := store.LockerOf(st)
+	if l == nil {
+		return nil
+	}
+	bl, err := l.BucketLock(ctx)
+	if err != nil {
+		return err
+	}
+	bucket := "bucket without Object Lock"
+	switch {
+	case bl.Enabled && bl.DefaultMode != "":
+		bucket = fmt.Sprintf("bucket Object Lock enabled, default retention %s %d days", bl.DefaultMode, bl.DefaultDays)
+	case bl.Enabled:
+		bucket = "bucket Object Lock enabled, no default retention"
+	}
+	p := l.LockPolicy()
+	r.ObjectLock = bucket + "; target retention: " + p.String()
+	r.Note += "; " + r.ObjectLock
+	if p.Enabled() && (!bl.Enabled || bl.DefaultMode != "") {
+		return fmt.Errorf("%w: the target asks for %s but the bucket cannot keep it: it needs Object Lock enabled (ObjectLockEnabled) and no default retention rule", store.ErrNoObjectLock, p)
+	}
+	return nil
 }
 
 // roundTrip writes data under key, reads it back and deletes it.

@@ -100,19 +100,14 @@ func (a *app) newCSISnapshotListCmd(f *csiFlags) *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				all := &csi.ListSnapshotsResponse{}
-				for token := ""; ; {
-					cctx, cancel := f.withTimeout(ctx)
-					resp, err := c.ctrl.ListSnapshots(cctx, &csi.ListSnapshotsRequest{StartingToken: token, SourceVolumeId: source, SnapshotId: id})
-					cancel()
-					if err != nil {
-						return explainCSI(err)
-					}
-					all.Entries = append(all.Entries, resp.GetEntries()...)
-					if token = resp.GetNextToken(); token == "" {
-						break
-					}
+				entries, err := listAll(ctx, f, func(ctx context.Context, token string) (page[*csi.ListSnapshotsResponse_Entry], error) {
+					resp, err := c.ctrl.ListSnapshots(ctx, &csi.ListSnapshotsRequest{StartingToken: token, SourceVolumeId: source, SnapshotId: id})
+					return page[*csi.ListSnapshotsResponse_Entry]{resp.GetEntries(), resp.GetNextToken()}, err
+				})
+				if err != nil {
+					return err
 				}
+				all := &csi.ListSnapshotsResponse{Entries: entries}
 				return a.emitProto(cmd, all, func(w io.Writer) error {
 					snaps := make([]*csi.Snapshot, 0, len(all.Entries))
 					for _, e := range all.Entries {

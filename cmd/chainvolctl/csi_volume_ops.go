@@ -31,19 +31,14 @@ func (a *app) newCSIVolumeListCmd(f *csiFlags) *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				all := &csi.ListVolumesResponse{}
-				for token := ""; ; {
-					cctx, cancel := f.withTimeout(ctx)
-					resp, err := c.ctrl.ListVolumes(cctx, &csi.ListVolumesRequest{StartingToken: token})
-					cancel()
-					if err != nil {
-						return explainCSI(err)
-					}
-					all.Entries = append(all.Entries, resp.GetEntries()...)
-					if token = resp.GetNextToken(); token == "" {
-						break
-					}
+				entries, err := listAll(ctx, f, func(ctx context.Context, token string) (page[*csi.ListVolumesResponse_Entry], error) {
+					resp, err := c.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: token})
+					return page[*csi.ListVolumesResponse_Entry]{resp.GetEntries(), resp.GetNextToken()}, err
+				})
+				if err != nil {
+					return err
 				}
+				all := &csi.ListVolumesResponse{Entries: entries}
 				return a.emitProto(cmd, all, func(w io.Writer) error {
 					vols := make([]*csi.Volume, 0, len(all.Entries))
 					for _, e := range all.Entries {

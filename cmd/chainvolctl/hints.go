@@ -17,9 +17,13 @@ var hints = []struct {
 	err  error
 	hint string
 }{
+	{s3chain.ErrRetained, "the backup is under S3 Object Lock retention (the target's lock= and retain=): it can be removed after the date named; nobody can remove it earlier in COMPLIANCE mode"},
+	{store.ErrObjectLocked, "the object is under S3 Object Lock retention until its date; chainvolctl never deletes a locked object"},
+	{store.ErrNoObjectLock, "an Object Lock target (lock=, retain=) needs a bucket with Object Lock enabled and no default retention rule (docs/operator.md \"Immutable backups\")"},
 	{store.ErrAccessDenied, "check the credentials (--credentials-file or CHAINVOL_ACCESS_KEY_ID / CHAINVOL_SECRET_ACCESS_KEY)"},
 	{s3chain.ErrWrongKey, "give the chain's own encryption key (encryptionKey in --credentials-file or CHAINVOL_ENCRYPTION_KEY), or none for a chain that is not encrypted"},
-	{store.ErrNoBucket, "create the bucket first (chainvolctl never creates one), or fix the bucket name in the target URL s3://BUCKET/PREFIX"},
+	{store.ErrNoBucket, "create the bucket with 'chainvolctl target init' (when the credentials may create buckets), or fix the bucket name in the target URL s3://BUCKET/PREFIX"},
+	{store.ErrBucketTaken, "bucket names are global on AWS: choose another name in the target URL s3://BUCKET/PREFIX"},
 	{store.ErrPlainHTTP, "the endpoint serves plain HTTP: add insecure=true to the target URL (s3://BUCKET/PREFIX?endpoint=HOST:PORT&insecure=true)"},
 	{store.ErrBadTarget, "check the target URL: file:///abs/dir or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R (insecure=true for a plain-HTTP endpoint)"},
 	{store.ErrTransient, "the target is unreachable or throttling; retry later or check the endpoint"},

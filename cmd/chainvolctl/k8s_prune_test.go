@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/chainvol/chainvol/pkg/retention"
 )
 
 func vs(name string, minute int, ready, deleting bool) snapv1.VolumeSnapshot {
@@ -49,16 +53,42 @@ func TestToPrune(t *testing.T) {
 		3: nil,
 		9: nil,
 	} {
-		if got := names(toPrune(snaps, keep)); !slices.Equal(got, want) {
+		if got := names(toPrune(snaps, retention.Policy{Last: keep})); !slices.Equal(got, want) {
 			t.Errorf("keep %d: prune %v, want %v", keep, got, want)
 		}
 	}
 	tie := []snapv1.VolumeSnapshot{vs("x-2", 1, true, false), vs("x-1", 1, true, false)}
-	if got := names(toPrune(tie, 1)); !slices.Equal(got, []string{"x-1"}) {
+	if got := names(toPrune(tie, retention.Policy{Last: 1})); !slices.Equal(got, []string{"x-1"}) {
 		t.Errorf("equal times: prune %v, want the smaller name x-1", got)
 	}
 	if n := scheduledName("data-db-0", time.Date(2026, 11, 29, 10, 15, 0, 0, time.FixedZone("x", 3600))); n != "data-db-0-20261129091500" {
 		t.Errorf("scheduledName = %q", n)
+	}
+}
+
+// TestToPruneGFS: a daily policy over hourly snapshots keeps the newest of
+// each day; a snapshot still uploading is kept when newer than the oldest
+// kept one, pruned when older; the empty policy prunes nothing.
+func TestToPruneGFS(t *testing.T) {
+	var snaps []snapv1.VolumeSnapshot
+	for h := range 72 { // three days, hourly, from 2026-11-29T00:00Z
+		snaps = append(snaps, vs(fmt.Sprintf("h%02d", h), 60*h, true, false))
+	}
+	snaps = append(snaps, vs("up-new", 60*71+30, false, false), vs("up-old", 10, false, false))
+	got := toPrune(snaps, retention.Policy{Daily: 2})
+	keep := map[string]bool{}
+	for _, v := range snaps {
+		keep[v.Name] = true
+	}
+	for _, v := range got {
+		delete(keep, v.Name)
+	}
+	want := []string{"h47", "h71", "up-new"} // the newest of 30 Nov and of 1 Dec; the newer upload
+	if k := slices.Sorted(maps.Keys(keep)); !slices.Equal(k, want) {
+		t.Fatalf("kept %v, want %v", k, want)
+	}
+	if toPrune(snaps, retention.Policy{}) != nil {
+		t.Fatal("the empty policy pruned")
 	}
 }
 
@@ -83,7 +113,7 @@ func TestSnapshotClaimPrunesOnlyItsClaim(t *testing.T) {
 	})
 	c := cs.SnapshotV1().VolumeSnapshots("shop")
 	var log bytes.Buffer
-	if err := snapshotClaim(context.Background(), &log, c, long, snapshotFlags{class: "c", schedule: "default", keep: 1}, now); err != nil {
+	if err := snapshotClaim(context.Background(), &log, c, long, snapshotFlags{class: "c", schedule: "default", policy: retention.Policy{Last: 1}}, now); err != nil {
 		t.Fatal(err)
 	}
 	list, _ := c.List(context.Background(), metav1.ListOptions{})

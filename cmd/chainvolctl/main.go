@@ -10,9 +10,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -32,6 +34,7 @@ func execute(ctx context.Context, args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	err = interrupted(ctx, err)
 	code := a.exitCode(err)
 	if a.output == "json" {
 		writeJSONError(os.Stderr, err, code)
@@ -42,4 +45,29 @@ func execute(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "Run 'chainvolctl --help' (or COMMAND --help) for usage.")
 	}
 	return code
+}
+
+// interruptedError is an error of a run stopped by a signal, told in the
+// words of the operator who pressed Ctrl-C.
+type interruptedError struct {
+	msg string
+	err error
+}
+
+func (e interruptedError) Error() string { return e.msg }
+func (e interruptedError) Unwrap() error { return e.err }
+
+// interrupted rewrites err when ctx was cancelled by a signal
+// (signal.NotifyContext's cause): the engines report the cancellation as
+// "context canceled", which reads like a bug; it becomes "interrupted
+// (interrupt signal received)". Other errors, and the exit code, stay.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	words := "interrupted"
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled { // a signal's cause names it
+		words = fmt.Sprintf("interrupted (%v)", cause)
+	}
+	return interruptedError{strings.ReplaceAll(err.Error(), context.Canceled.Error(), words), err}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
@@ -28,6 +29,7 @@ type progress struct {
 	bar         *progressbar.ProgressBar // nil when not a terminal
 	json        bool                     // JSON lines (-o json)
 	start       time.Time
+	rec         *jobrec.Publisher // the job's record for `chainvolctl jobs`; nil for none
 	stop        chan struct{}
 	wg          sync.WaitGroup
 }
@@ -35,12 +37,13 @@ type progress struct {
 // jsonProgress selects the JSON progress stream (-o json; set by app.run).
 var jsonProgress atomic.Bool
 
-// newProgress starts reporting on stderr; call finish when the work ends.
-// With -o json it writes a jsonProgressLine per interval and a final one
-// instead of a bar or log lines.
-func newProgress(what string, interval time.Duration) *progress {
+// newProgress starts reporting on stderr, and into rec (which finish
+// ends; nil for none); call finish when the work ends. With -o json it
+// writes a jsonProgressLine per interval and a final one instead of a bar
+// or log lines.
+func newProgress(what string, interval time.Duration, rec *jobrec.Publisher) *progress {
 	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(), stop: make(chan struct{}),
-		json: jsonProgress.Load()}
+		json: jsonProgress.Load(), rec: rec}
 	tick := interval
 	if !p.json && term.IsTerminal(int(os.Stderr.Fd())) {
 		p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowBytes(true),
@@ -60,9 +63,10 @@ func (p *progress) update(pr s3chain.Progress) {
 	for {
 		cur := p.done.Load()
 		if pr.DoneBytes <= cur || p.done.CompareAndSwap(cur, pr.DoneBytes) {
-			return
+			break
 		}
 	}
+	p.rec.Update(p.done.Load(), pr.TotalBytes)
 }
 
 func (p *progress) loop(tick time.Duration) {
@@ -117,6 +121,7 @@ func (p *progress) draw(final bool) {
 func (p *progress) finish() {
 	close(p.stop)
 	p.wg.Wait()
+	p.rec.End()
 }
 
 // jsonProgressLine is one line of the -o json progress stream on stderr.

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // partialSuffix names the file a restore onto a new file writes until it is
@@ -45,34 +44,15 @@ func (a *app) planRestore(f restoreFlags) restorePlan {
 func (p restorePlan) partial() bool { return p.write != p.to }
 
 // complete gives a finished partial file its final name. The engine has
-// fsynced the file; the directory is fsynced after the rename so that the
-// name survives a crash. RENAME_NOREPLACE: a file that appeared at --to
-// meanwhile is not ours to overwrite.
+// fsynced the file; durable.RenameNoReplace fsyncs the directory so that
+// the name survives a crash, and leaves a file that appeared at --to
+// meanwhile alone: it is not ours to overwrite.
 func (p restorePlan) complete() error {
 	if !p.partial() {
 		return nil
 	}
-	err := unix.Renameat2(unix.AT_FDCWD, p.write, unix.AT_FDCWD, p.to, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) { // a filesystem without the flag
-		if _, serr := os.Lstat(p.to); errors.Is(serr, os.ErrNotExist) {
-			err = os.Rename(p.write, p.to)
-		}
-	}
-	if err != nil {
+	if err := durable.RenameNoReplace(p.write, p.to); err != nil {
 		return fmt.Errorf("restored completely into %s, but could not rename it to %s: %w; rename it yourself", p.write, p.to, err)
-	}
-	return syncDir(filepath.Dir(p.to))
-}
-
-// syncDir fsyncs directory dir, making a rename in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

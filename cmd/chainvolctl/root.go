@@ -83,10 +83,10 @@ lines {"progress": {...}}.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringArrayVar(&a.targets, "target", nil, "backup target as NAME=URL (file:///abs/dir or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R); repeatable, the first is the default (env CHAINVOL_TARGETS, comma-separated)")
-	pf.StringVar(&a.stateDir, "state-dir", "/var/lib/chainvol", "the driver's state directory; the embedded default target is file://STATE_DIR/backups")
+	pf.StringVar(&a.stateDir, "state-dir", "/var/lib/chainvol", "the driver's state directory; the embedded default target is file://STATE_DIR/backups, and STATE_DIR/jobs/ holds the progress records of running jobs ('jobs')")
 	pf.StringVar(&a.credentialsFile, "credentials-file", "", "key=value file with accessKeyID, secretAccessKey, sessionToken, encryptionKey")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format of listings and show commands: table or json")
-	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newCSICmd(), a.newK8sCmd(), a.newVersionCmd())
+	root.AddCommand(a.newTargetCmd(), a.newChainCmd(), a.newBackupCmd(), a.newRestoreCmd(), a.newGCCmd(), a.newBackupVerifyCmd(), a.newJobsCmd(), a.newCSICmd(), a.newK8sCmd(), a.newVersionCmd())
 	root.SetOut(os.Stdout)
 	return root
 }

@@ -3,7 +3,10 @@
 // CLI: test/cluster installs charts/chainvol through it
 // (`helmtemplate -n NS -f values.yaml --set k=v CHART | kubectl apply -f -`).
 // Objects go to stdout as one YAML stream in file-name order, each after a
-// "# Source:" comment, as helm prints them.
+// "# Source:" comment, as helm prints them. Values are checked against the
+// chart's values.schema.json first, as helm template does (an unknown key or
+// a malformed backup target fails, naming the key). docs/deploy.md "With
+// Helm" documents it for users.
 package main
 
 import (

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // Spec describes the image to build.
@@ -125,13 +127,9 @@ func Write(img v1.Image, tag, out, layoutDir string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	tmp := out + ".tmp"
-	if err := tarball.WriteToFile(tmp, ref, img); err != nil {
-		os.Remove(tmp)
+	err = durable.WriteWith(out, 0o644, func(w io.Writer) error { return tarball.Write(ref, img, w) })
+	if err != nil {
 		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
 	}
 	if layoutDir == "" {
 		return nil

@@ -36,6 +36,13 @@ type S3Server struct {
 	Bucket string
 	// Dir is the posix backend's root directory; Bucket is Dir/Bucket.
 	Dir string
+	// ObjectLock: Bucket was created with Object Lock enabled
+	// (StartS3ObjectLock); Versioned: the gateway keeps object versions
+	// (StartS3ObjectLockVersioned), as AWS does for every Object Lock bucket.
+	ObjectLock, Versioned bool
+	// bin is the versitygw binary; iamDir, when set, holds the accounts
+	// of its internal IAM (StartS3WithUsers).
+	bin, iamDir string
 }
 
 // URL returns the s3:// target URL for store.Open naming Bucket and
@@ -85,21 +92,53 @@ func versitygwPath() string {
 // Without the binary the test is skipped, or fails under CI=true.
 func StartS3(t testing.TB) S3Server {
 	t.Helper()
-	return startS3(t, nil)
+	return startS3(t, nil, s3Options{})
 }
 
-// startS3 is StartS3, over HTTPS when tls is not nil.
-func startS3(t testing.TB, tls *s3TLS) S3Server {
+// StartS3ObjectLock is StartS3 with a bucket created with S3 Object Lock
+// enabled (x-amz-bucket-object-lock-enabled, no default retention). The
+// gateway runs without a versioning directory, so a locked object's
+// delete or overwrite is refused outright, as a versioned S3 bucket
+// refuses a DELETE naming a version.
+func StartS3ObjectLock(t testing.TB) S3Server {
+	t.Helper()
+	return startS3(t, nil, s3Options{lock: true})
+}
+
+// StartS3ObjectLockVersioned is StartS3ObjectLock on a gateway with a
+// versioning directory (--versioning-dir), so the Object Lock bucket is
+// versioned as on AWS: a DELETE without a version id adds a delete marker
+// (also over a locked object), a PUT over a key adds a version.
+func StartS3ObjectLockVersioned(t testing.TB) S3Server {
+	t.Helper()
+	return startS3(t, nil, s3Options{lock: true, versioned: true})
+}
+
+// s3Options are the variants of a started gateway: an Object Lock
+// bucket, a versioning directory, versitygw's internal IAM (users).
+type s3Options struct {
+	lock, versioned, users bool
+}
+
+// startS3 is StartS3, over HTTPS when tls is not nil, with the bucket and
+// gateway of o.
+func startS3(t testing.TB, tls *s3TLS, o s3Options) S3Server {
 	t.Helper()
 	bin := versitygwPath()
 	if bin == "" {
 		SkipOrFail(t, "bin/versitygw not found at the repository root: run make deps")
 	}
 	s := S3Server{
-		AccessKey: "AK" + randHex(t, 9),
-		SecretKey: randHex(t, 20),
-		Bucket:    "chainvol-" + randHex(t, 4),
-		Dir:       t.TempDir(),
+		AccessKey:  "AK" + randHex(t, 9),
+		SecretKey:  randHex(t, 20),
+		Bucket:     "chainvol-" + randHex(t, 4),
+		Dir:        t.TempDir(),
+		ObjectLock: o.lock,
+		Versioned:  o.versioned,
+		bin:        bin,
+	}
+	if o.users {
+		s.iamDir = t.TempDir()
 	}
 	// A port picked by the kernel can be taken before versitygw binds it;
 	// try a few.
@@ -122,12 +161,19 @@ func (s *S3Server) start(t testing.TB, bin string, tls *s3TLS) error {
 	}
 	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{"--port", s.Endpoint, "--health", "/health", "--quiet"}
+	if s.iamDir != "" {
+		args = append(args, "--iam-dir", s.iamDir)
+	}
 	scheme, client := "http", &http.Client{Timeout: time.Second}
 	if tls != nil {
 		args = append(args, "--cert", tls.certFile, "--key", tls.keyFile)
 		scheme, client, s.CAFile = "https", tls.client(time.Second), tls.caFile
 	}
-	cmd := exec.Command(bin, append(args, "posix", s.Dir)...)
+	args = append(args, "posix")
+	if s.Versioned {
+		args = append(args, "--versioning-dir", t.TempDir()) // must exist
+	}
+	cmd := exec.Command(bin, append(args, s.Dir)...)
 	// Secrets go through the environment, not argv, so ps cannot show them.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
 	var out lockedBuffer
@@ -184,7 +230,7 @@ func (s S3Server) makeBucket(transport http.RoundTripper) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1"})
+	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1", ObjectLocking: s.ObjectLock})
 }
 
 func freePort() (int, error) {

@@ -26,7 +26,7 @@ func StartS3TLS(t testing.TB) S3Server {
 	t.Helper()
 	dir := t.TempDir()
 	caFile, certFile, keyFile := writeTestPKI(t, dir)
-	return startS3(t, &s3TLS{caFile: caFile, certFile: certFile, keyFile: keyFile})
+	return startS3(t, &s3TLS{caFile: caFile, certFile: certFile, keyFile: keyFile}, s3Options{})
 }
 
 // s3TLS is the TLS material of a StartS3TLS gateway.

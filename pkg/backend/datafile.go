@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // noSpace wraps err so that an ENOSPC or EDQUOT from the filesystem reaches
@@ -79,13 +81,13 @@ func makeClone(ctx context.Context, path, srcPath string, size int64, reflink bo
 	return dst.Close()
 }
 
-// publish renames tmp onto final and fsyncs the directory, so that after it
+// publish renames tmp onto final durably (durable.Rename), so that after it
 // returns the data file survives a power loss under its final name.
 func publish(tmp, final string) error {
-	if err := os.Rename(tmp, final); err != nil {
+	if err := durable.Rename(tmp, final); err != nil {
 		return fmt.Errorf("publish data file: %w", err)
 	}
-	return syncDir(filepath.Dir(final))
+	return nil
 }
 
 // removeData removes path (absent is fine) and fsyncs its directory.
@@ -93,19 +95,5 @@ func removeData(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove data file: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs the directory dir, making renames and removals inside it
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir for sync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
+	return durable.SyncDir(filepath.Dir(path))
 }

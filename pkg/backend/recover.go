@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // recover brings the pool back to a state where every record is ready and
@@ -106,5 +108,5 @@ func (p *FilePool) removeStray(dir string, keep func(name string) bool) error {
 			return fmt.Errorf("remove orphan: %w", err)
 		}
 	}
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }

@@ -67,10 +67,17 @@ var errNoSnapshot = volume.ErrNoBackup
 
 // deleteBackupSnapshot removes a backup from its chain (its blocks merge
 // into its child so later backups still restore) and its local snapshot.
-// An unknown target, chain or backup is already gone: success.
+// An unknown target, chain or backup is already gone: success. A backup
+// under S3 Object Lock retention is refused (FailedPrecondition naming the
+// date) before anything local is dropped.
 func (d *snapshotter) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
-	d.dropLocalBackupSnapshots(ctx, id)
 	ref, err := volume.ParseBackupID(id)
+	if err == nil {
+		if err := d.refuseRetained(ctx, ref, secrets); err != nil {
+			return err
+		}
+	}
+	d.dropLocalBackupSnapshots(ctx, id)
 	if err != nil {
 		return nil
 	}
@@ -93,6 +100,23 @@ func (d *snapshotter) deleteBackupSnapshot(ctx context.Context, id string, secre
 	}
 	d.gc.schedule(gcKey{ref.Target, ref.Chain}, secrets) // free its blocks (gc_background.go)
 	klog.InfoS("backup deleted", "backup", ref.String())
+	return nil
+}
+
+// refuseRetained returns the FailedPrecondition of a backup still under
+// S3 Object Lock retention, so that its local snapshots (the base of the
+// next incremental) stay; any other trouble is left to the delete itself.
+func (d *snapshotter) refuseRetained(ctx context.Context, ref target.Ref, secrets map[string]string) error {
+	repo, err := d.targets.Open(ctx, ref.Target, secrets)
+	if err != nil {
+		return nil
+	}
+	if ref, err = volume.ResolveChain(ctx, repo, ref); err != nil {
+		return nil
+	}
+	if err := repo.Deletable(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrRetained) {
+		return snapshotError("delete backup "+ref.String(), err)
+	}
 	return nil
 }
 

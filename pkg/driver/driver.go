@@ -15,6 +15,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
@@ -104,6 +105,11 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 // of the socket, and of serving when that fails before ctx ends.
 func (d *Driver) Run(ctx context.Context) error {
 	defer d.watchSpace()()
+	// Progress records of a driver killed mid-job (chainvolctl jobs shows
+	// them as stale until now).
+	if n, err := jobrec.Sweep(jobrec.DirOf(d.opts.StateDir)); err != nil || n > 0 {
+		klog.InfoS("swept stale job progress records", "removed", n, "err", err)
+	}
 	path := socketPath(d.opts.Endpoint)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("socket directory: %w", err)

@@ -37,7 +37,8 @@ func familyCode(err error) codes.Code { return classCode(volume.Classify(err)) }
 // user must fix is InvalidArgument, what is missing NotFound, damaged
 // backups, another cluster's chain and a volume larger than its chain
 // holds FailedPrecondition (final: retrying cannot heal them; a new chain
-// can hold the volume), a target that cannot be reached right now
+// can hold the volume), as is deleting a backup under Object Lock
+// retention (until its date), a target that cannot be reached right now
 // Unavailable, a name held or a chain change that cannot be made safely
 // right now Aborted (both retryable: the spec leaves transient failures to
 // gRPC's codes).
@@ -47,6 +48,7 @@ var classCodes = map[volume.Class]codes.Code{
 	volume.ClassUnreachable: codes.Unavailable,
 	volume.ClassTooLarge:    codes.FailedPrecondition,
 	volume.ClassOwned:       codes.FailedPrecondition,
+	volume.ClassRetained:    codes.FailedPrecondition,
 	volume.ClassInvalid:     codes.InvalidArgument,
 	volume.ClassNotFound:    codes.NotFound,
 	volume.ClassDenied:      codes.PermissionDenied,

@@ -92,3 +92,14 @@ func TestChainCodeTooLarge(t *testing.T) {
 		t.Errorf("ErrInvalidOptions: %v, want InvalidArgument", got)
 	}
 }
+
+// TestSnapshotErrorRetained: deleting a backup under Object Lock retention
+// is FailedPrecondition (CSI: the snapshotter retries later), and the
+// message keeps the date it can be deleted after.
+func TestSnapshotErrorRetained(t *testing.T) {
+	err := snapshotError("delete backup b", fmt.Errorf("%w: backup \"x\" of chain \"ns/a\" is locked (COMPLIANCE) until 2027-01-02T03:04:05Z", s3chain.ErrRetained))
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "2027-01-02T03:04:05Z") {
+		t.Fatalf("got %v %q; want FailedPrecondition naming the date", st.Code(), st.Message())
+	}
+}

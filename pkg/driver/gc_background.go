@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
@@ -132,6 +133,9 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 			Help: "Bytes of block objects deleted by background gcs."}),
 	}
 	reg.MustRegister(m.runs, m.bytes)
+	for _, r := range []string{"success", "skipped", "failure"} { // present from the start, as newMetrics' counters
+		m.runs.WithLabelValues(r)
+	}
 	return m
 }
 
@@ -140,6 +144,9 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 // gc skipped it) or the target failed.
 func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
 	start := time.Now()
+	rec := jobrec.Start(jobrec.DirOf(d.opts.StateDir), jobrec.Record{Kind: jobrec.KindGC,
+		What: "gc of " + k.target + ":" + k.chain, Backup: k.target + ":" + k.chain})
+	defer rec.End()
 	repo, err := d.targets.Open(ctx, k.target, secrets)
 	var st s3chain.GCStats
 	if err == nil {

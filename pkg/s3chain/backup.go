@@ -25,10 +25,15 @@ import (
 // ErrChainBusy and ErrLeaseLost (retryable), store and I/O errors.
 func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupStats, error) {
 	start := time.Now()
+	ret, err := r.backupRetention(ctx, start) // before anything is written
+	if err != nil {
+		return nil, BackupStats{}, err
+	}
 	j, err := r.newBackupJob(ctx, &o)
 	if err != nil {
 		return nil, BackupStats{}, err
 	}
+	j.ret = ret
 	defer j.close()
 	l, lctx, err := r.holdConfigured(ctx, j)
 	if err != nil {
@@ -177,8 +182,12 @@ func (j *backupJob) load(ctx context.Context) error {
 	j.id = j.o.BackupID
 	if j.id == "" {
 		j.id = NewBackupID(time.Now()) // taken (never in practice): the commit draws another
-	} else if _, err := j.r.store.Stat(ctx, manifestKey(j.o.Chain, j.id)); err == nil {
+	} else if _, err := j.r.store.Stat(ctx, manifestKey(j.o.Chain, j.id)); err == nil && j.cfg.ReadyRecords {
+		return fmt.Errorf("%w: chain %q already has a manifest %q (unlisted if it never became ready: a running or failed backup, which gc removes after its min-age; FORMAT.md §7.5): choose another id", ErrBackupExists, j.o.Chain, j.id)
+	} else if err == nil {
 		return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, j.o.Chain, j.id)
+	} else if j.cfg.ReadyRecords && j.r.idDecided(ctx, j.o.Chain, j.id) {
+		return errIDUsed(j.o.Chain, j.id) // checked again by markReady
 	}
 	j.known = map[digest]bool{}
 	for _, d := range j.parentMap {

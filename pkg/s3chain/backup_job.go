@@ -37,6 +37,11 @@ type backupJob struct {
 	mu    sync.Mutex
 	known map[digest]bool // objects stored (or being stored) in the chain
 
+	// ret is the retention of the objects the backup keeps (zero: none);
+	// written holds the keys it stored with ret, under mu.
+	ret     store.Retention
+	written map[string]bool
+
 	scanned, uploaded, stored, done atomic.Int64
 	zero, dedup                     atomic.Int64
 }
@@ -178,7 +183,7 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 	// Bounded by the lease: no block lands after gc may have taken over.
 	pctx, cancel := j.lease.bound(ctx)
 	defer cancel()
-	if err := j.r.store.Put(pctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
+	if err := j.put(pctx, blockKey(j.cfg.Chain, d.String()), obj); err != nil {
 		return fmt.Errorf("upload block %d: %w", i, err)
 	}
 	j.uploaded.Add(l)
@@ -230,8 +235,10 @@ func (j *backupJob) stats(m *Manifest, d time.Duration) BackupStats {
 // PutIfAbsent, so a backup never replaces another (a taken default id
 // moves to a new draw; a taken requested id is ErrBackupExists), then
 // confirms that every block it lists has an object no gc may still delete
-// (j.confirm). Only then is the backup ready; on any failure the manifest
-// is deleted again (FORMAT.md §7).
+// (j.confirm). Only then is the backup ready: in a chain with state
+// records, once its ready record is created (FORMAT.md §7.5); on any
+// failure before, the manifest is left unready there (never listed), or
+// deleted again in an older chain (FORMAT.md §7).
 func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Manifest) error {
 	for {
 		if err := l.valid(); err != nil {
@@ -249,7 +256,7 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 			return fmt.Errorf("%w: chain %q already has a backup %q", ErrBackupExists, m.Chain, m.ID)
 		}
 		if err != nil {
-			r.retract(ctx, m) // the write may have landed before it failed
+			r.retract(ctx, j.cfg, m) // the write may have landed before it failed
 			return err
 		}
 		break
@@ -259,23 +266,43 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 		err = j.confirm(ctx, m)
 	}
 	if err == nil {
-		err = r.stillOwner(ctx, j.cfg, j.o)
+		if err = r.stillOwner(ctx, j.cfg, j.o); err != nil {
+			r.disown(ctx, j.cfg, m)
+		}
+	}
+	if err == nil {
+		err = j.makeReady(ctx, m)
 	}
 	if err != nil {
-		r.retract(ctx, m)
+		r.retract(ctx, j.cfg, m)
 		return fmt.Errorf("backup %q of chain %q not committed: %w", m.ID, m.Chain, err)
 	}
 	return nil
 }
 
-// retract deletes m's manifest if the stored one is exactly m (never
-// another writer's), so a backup that is not reported ready does not stay
-// listed. Failures are left to Verify to find.
-func (r *Repo) retract(ctx context.Context, m *Manifest) {
+// retract deletes m's manifest in a chain without state records if the
+// stored one is exactly m (never another writer's), so a backup that is
+// not reported ready does not stay listed. Failures are left to Verify to
+// find. A chain with state records never lists an unready manifest, so
+// nothing is deleted there: a delete sent after such a check could land
+// after the id was taken again (FORMAT.md §7.5).
+func (r *Repo) retract(ctx context.Context, cfg *chainConfig, m *Manifest) {
+	if cfg.ReadyRecords {
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
 	key := manifestKey(m.Chain, m.ID)
 	if got, err := r.store.GetMax(ctx, key, maxManifestBytes); err == nil && bytes.Equal(got, m.Encode()) {
 		_ = r.store.Delete(ctx, key)
+	}
+}
+
+// disown voids m in a chain with state records, after the chain was taken
+// over under it: m must never become ready, not even by
+// Repo.ConfirmBackup. Failures leave it unready (a gc voids it later).
+func (r *Repo) disown(ctx context.Context, cfg *chainConfig, m *Manifest) {
+	if cfg.ReadyRecords {
+		_, _ = r.voidManifest(context.WithoutCancel(ctx), m)
 	}
 }
 

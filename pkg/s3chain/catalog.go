@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
@@ -32,15 +33,17 @@ func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Backups returns the verified manifests of chain, oldest first (by
-// CreatedAt, then id). A chain without backups gives an empty list. Errors:
-// ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
+// Backups returns the verified manifests of chain's backups, oldest first
+// (by CreatedAt, then id): in a chain with state records only the ready
+// ones (FORMAT.md §7.5), else every manifest. A chain without backups
+// gives an empty list. Errors: ErrInvalidChain, ErrWrongKey,
+// ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Backups(ctx context.Context, chain string) ([]*Manifest, error) {
-	all, gone, err := r.allManifests(ctx, chain)
+	c, err := r.listManifests(ctx, chain)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(all, func(m *Manifest) bool { return gone[m.ID] }), nil
+	return slices.DeleteFunc(c.all, func(m *Manifest) bool { return c.gone[m.ID] || c.state[m.ID] != ready }), nil
 }
 
 // tombstones maps each id with a tombstone to whether it kills the manifest
@@ -66,35 +69,55 @@ func (r *Repo) tombstones(ctx context.Context, chain string, ms []*Manifest, mar
 }
 
 // allManifests returns every manifest object of chain, oldest first,
-// including deleted version-1 manifests kept for their dependents, and the
-// tombstones found: true for one that deletes the manifest stored under its
-// id, false for one left behind.
+// including deleted version-1 manifests kept for their dependents and
+// manifests that are not (or never will be) ready, and the tombstones
+// found: true for one that deletes the manifest stored under its id, false
+// for one left behind.
 func (r *Repo) allManifests(ctx context.Context, chain string) ([]*Manifest, map[string]bool, error) {
+	c, err := r.listManifests(ctx, chain)
+	return c.all, c.gone, err
+}
+
+// manifestSet is every manifest object of a chain, as listManifests read
+// it: oldest first, with the tombstones (allManifests) and the readiness of
+// each id (every one ready in a chain without state records).
+type manifestSet struct {
+	cfg   *chainConfig
+	all   []*Manifest
+	gone  map[string]bool
+	state map[string]readiness
+	mtime map[string]time.Time // each manifest object's ModTime by the store's clock
+}
+
+func (r *Repo) listManifests(ctx context.Context, chain string) (manifestSet, error) {
 	cfg, err := r.chain(ctx, chain, nil)
 	if errors.Is(err, ErrBackupNotFound) {
-		return nil, nil, nil
+		return manifestSet{}, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return manifestSet{}, err
 	}
-	ids, marked, err := r.backupIDs(ctx, chain)
+	d, err := r.listManifestDir(ctx, chain)
 	if err != nil {
-		return nil, nil, err
+		return manifestSet{}, err
 	}
-	ms := make([]*Manifest, 0, len(ids))
-	for _, id := range ids {
+	c := manifestSet{cfg: cfg, all: make([]*Manifest, 0, len(d.ids)), mtime: d.mtime}
+	for _, id := range d.ids {
 		m, err := r.loadManifest(ctx, cfg, id)
 		if errors.Is(err, ErrBackupNotFound) {
 			continue // deleted since the listing
 		}
 		if err != nil {
-			return nil, nil, err
+			return manifestSet{}, err
 		}
-		ms = append(ms, m)
+		c.all = append(c.all, m)
 	}
-	sortBackups(ms)
-	gone, err := r.tombstones(ctx, chain, ms, marked)
-	return ms, gone, err
+	sortBackups(c.all)
+	if c.gone, err = r.tombstones(ctx, chain, c.all, d.marked); err != nil {
+		return manifestSet{}, err
+	}
+	c.state, err = r.manifestStates(ctx, cfg, c.all, d.states)
+	return c, err
 }
 
 func sortBackups(ms []*Manifest) {
@@ -109,27 +132,48 @@ func sortBackups(ms []*Manifest) {
 // backupIDs lists the ids of the chain's manifest objects, and the ids
 // with a tombstone (a deleted version-1 backup, FORMAT.md §7).
 func (r *Repo) backupIDs(ctx context.Context, chain string) ([]string, []string, error) {
+	d, err := r.listManifestDir(ctx, chain)
+	return d.ids, d.marked, err
+}
+
+// manifestDirList is one listing of a chain's manifest prefix: the ids of
+// its manifest objects (with their ModTimes), of its tombstones, and of its
+// state records.
+type manifestDirList struct {
+	ids, marked []string
+	states      map[string]bool
+	mtime       map[string]time.Time
+}
+
+func (r *Repo) listManifestDir(ctx context.Context, chain string) (manifestDirList, error) {
 	dir := manifestDir(chain)
-	var ids, gone []string
+	d := manifestDirList{states: map[string]bool{}, mtime: map[string]time.Time{}}
 	err := r.store.List(ctx, dir, func(oi store.ObjectInfo) error {
 		name := strings.TrimPrefix(oi.Key, dir)
 		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidBackupID(id) == nil {
-			ids = append(ids, id)
+			d.ids = append(d.ids, id)
+			d.mtime[id] = oi.ModTime
 		}
 		if id, ok := strings.CutSuffix(name, tombstoneSuffix); ok && ValidBackupID(id) == nil {
-			gone = append(gone, id)
+			d.marked = append(d.marked, id)
+		}
+		if id, ok := strings.CutSuffix(name, stateSuffix); ok && ValidBackupID(id) == nil {
+			d.states[id] = true
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list backups of chain %q: %w", chain, err)
+		return manifestDirList{}, fmt.Errorf("list backups of chain %q: %w", chain, err)
 	}
-	return ids, gone, nil
+	return d, nil
 }
 
 // Manifest returns the verified manifest of one backup; backupID "latest"
-// names the newest. Errors: ErrBackupNotFound, ErrInvalidChain, ErrWrongKey,
-// ErrInvalidManifest, ErrFormatVersion.
+// names the newest. In a chain with state records (FORMAT.md §7.5) only a
+// ready manifest is a backup. Errors: ErrBackupNotFound (also for a
+// manifest voided or never finished), ErrBackupNotReady (wrapping
+// ErrBackupNotFound: its commit may still be finished, Repo.ConfirmBackup),
+// ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest, error) {
 	if backupID == "latest" {
 		ms, err := r.Backups(ctx, chain)
@@ -149,6 +193,9 @@ func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest,
 		return nil, err
 	}
 	m, err := r.loadManifest(ctx, cfg, backupID)
+	if err == nil && cfg.ReadyRecords {
+		return m, r.checkReady(ctx, m)
+	}
 	if err != nil || cfg.FormatVersion != 1 { // only version-1 chains have tombstones
 		return m, err
 	}

@@ -101,11 +101,17 @@ func allocatedBytes(size, blockSize int64, blocks []digest) int64 {
 // the map against the manifest's VolumeDigest, all before any byte is
 // written anywhere.
 func (r *Repo) resolve(ctx context.Context, chain, backupID string) (*chainConfig, []*Manifest, []digest, error) {
+	return r.resolveWith(ctx, chain, backupID, r.Manifest)
+}
+
+// resolveWith is resolve with the tip looked up by lookup (Repo.Manifest,
+// or unreadyManifest for a commit to finish).
+func (r *Repo) resolveWith(ctx context.Context, chain, backupID string, lookup func(context.Context, string, string) (*Manifest, error)) (*chainConfig, []*Manifest, []digest, error) {
 	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tip, err := r.Manifest(ctx, chain, backupID)
+	tip, err := lookup(ctx, chain, backupID)
 	if err != nil {
 		return nil, nil, nil, err
 	}

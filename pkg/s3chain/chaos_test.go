@@ -119,3 +119,22 @@ func (c *chaosStore) List(ctx context.Context, prefix string, fn func(store.Obje
 func (c *chaosStore) SweepTemps(ctx context.Context, olderThan time.Duration, dryRun bool) (int, int64, error) {
 	return store.SweepTemps(ctx, c.Store, olderThan, dryRun)
 }
+
+// LockPolicy and BucketLock pass the inner store's Object Lock through;
+// Retention and Retain are requests with chaos like the others.
+func (c *chaosStore) LockPolicy() store.LockPolicy { return store.LockerOr(c.Store).LockPolicy() }
+
+func (c *chaosStore) BucketLock(ctx context.Context) (store.BucketLock, error) {
+	return store.LockerOr(c.Store).BucketLock(ctx)
+}
+
+func (c *chaosStore) Retention(ctx context.Context, key string) (store.Retention, error) {
+	if _, err := c.before(ctx); err != nil {
+		return store.Retention{}, err
+	}
+	return store.LockerOr(c.Store).Retention(ctx, key)
+}
+
+func (c *chaosStore) Retain(ctx context.Context, key string, r store.Retention) error {
+	return c.write(ctx, func() error { return store.LockerOr(c.Store).Retain(ctx, key, r) })
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // checkpointVersion is the version of the checkpoint file format. Version
@@ -109,8 +111,7 @@ func (c *checkpointer) markWritten(i int64) {
 }
 
 // flush fsyncs the destination, then marks the blocks written before the fsync
-// as done and atomically replaces the checkpoint file (write, fsync,
-// rename).
+// as done and replaces the checkpoint file durably (durable.WriteFile).
 func (c *checkpointer) flush() error {
 	if c.path == "" {
 		return nil
@@ -134,34 +135,18 @@ func (c *checkpointer) flush() error {
 	if err != nil {
 		return err
 	}
-	return writeCheckpointFile(c.path, data)
+	if err := durable.WriteFile(c.path, data, 0o600); err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", c.path, err)
+	}
+	return nil
 }
 
-// remove deletes the checkpoint after a complete restore.
+// remove deletes the checkpoint after a complete restore, and the
+// temporary files of flushes a kill interrupted (chainvolctl's checkpoint
+// directories have no sweep).
 func (c *checkpointer) remove() {
 	if c.path != "" {
 		_ = os.Remove(c.path)
+		_ = durable.RemoveTemps(c.path)
 	}
-}
-
-func writeCheckpointFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", path, err)
-	}
-	return nil
 }

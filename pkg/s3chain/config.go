@@ -33,6 +33,10 @@ type chainConfig struct {
 	// backup's writer, BackupOptions.Owner); "" for chains made without
 	// one, or before version 3 (FORMAT.md §3).
 	Owner string `json:"owner,omitempty"`
+	// ReadyRecords: the chain's manifests are backups only once a state
+	// record says they are ready (FORMAT.md §7.5); set in every chain this
+	// version creates, absent (every manifest a backup) in older ones.
+	ReadyRecords bool `json:"readyRecords,omitempty"`
 
 	keys chainKeys
 	raw  []byte // the stored bytes, to notice a config replaced under us
@@ -108,7 +112,7 @@ func (r *Repo) createChain(ctx context.Context, chain string, spec newChain) (*c
 	}
 	cfg := &chainConfig{FormatVersion: FormatVersion, Chain: chain, BlockSize: blockSize,
 		CreatedAt: time.Now().UTC(), Digest: configDigest(FormatVersion), Compression: "zstd", Encryption: encNone,
-		Owner: spec.owner}
+		Owner: spec.owner, ReadyRecords: true}
 	secret := make([]byte, digestKeyLen)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -122,7 +126,11 @@ func (r *Repo) createChain(ctx context.Context, chain string, spec newChain) (*c
 	if err != nil {
 		return nil, err
 	}
-	err = r.store.PutIfAbsent(ctx, configKey(chain), data)
+	rctx, err := r.retainedCtx(ctx) // extended by every backup's confirm
+	if err != nil {
+		return nil, err
+	}
+	err = r.store.PutIfAbsent(rctx, configKey(chain), data)
 	if errors.Is(err, store.ErrNotAtomic) {
 		return nil, errNoConditionalWrites(chain, err)
 	}

@@ -22,7 +22,9 @@ const confirmRounds = 4
 // existing object that no record lists; a digest without one is read
 // again from the source, checked, and stored — at its plain key unless
 // that is doomed, else at a fresh variant key. A round that stored
-// nothing means every block has a key no pending delete can reach.
+// nothing means every block has a key no pending delete can reach; on an
+// Object Lock target those keys and the config then get the backup's
+// retention.
 // Errors: ErrChainBusy (no stable round), ErrCorruptBlock (the source no
 // longer holds the block's bytes), store and read errors.
 func (j *backupJob) confirm(ctx context.Context, m *Manifest) error {
@@ -32,12 +34,12 @@ func (j *backupJob) confirm(ctx context.Context, m *Manifest) error {
 		if err != nil {
 			return err
 		}
-		missing, err := j.r.uncovered(ctx, m.Chain, need, doomed)
+		missing, found, err := j.r.uncovered(ctx, m.Chain, need, doomed)
 		if err != nil {
 			return err
 		}
 		if len(missing) == 0 {
-			return nil
+			return j.retainFound(ctx, found) // Object Lock: FORMAT.md §7.4
 		}
 		if err := j.storeAgain(ctx, missing, need, doomed); err != nil {
 			return err
@@ -80,7 +82,7 @@ func (j *backupJob) storeAgain(ctx context.Context, missing []digest, need map[d
 			if doomed[key] {
 				key = variantKey(j.cfg.Chain, d.String())
 			}
-			if err := j.r.store.Put(ctx, key, obj); err != nil {
+			if err := j.put(ctx, key, obj); err != nil {
 				return fmt.Errorf("store block %d again: %w", i, err)
 			}
 			j.stored.Add(int64(len(obj)))
@@ -91,48 +93,56 @@ func (j *backupJob) storeAgain(ctx context.Context, missing []digest, need map[d
 }
 
 // uncovered returns the digests of need that have no existing object
-// outside doomed. It lists the chain's blocks when that takes fewer round
-// trips than asking about each digest (a HEAD of the plain key, and a
-// listing of its variants only when that is missing or doomed).
-func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int64, doomed map[string]bool) ([]digest, error) {
+// outside doomed, and for the others the key of one such object. It
+// lists the chain's blocks when that takes fewer round trips than asking
+// about each digest (a HEAD of the plain key, and a listing of its
+// variants only when that is missing or doomed).
+func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int64, doomed map[string]bool) ([]digest, map[digest]string, error) {
+	var out []digest
+	found := map[digest]string{}
 	if len(need) == 0 {
-		return nil, nil
+		return nil, found, nil
 	}
 	if keys, complete := r.listBlockKeys(ctx, chain, listBudget(len(need), DefaultWorkers)); complete {
-		var out []digest
 		for d := range need {
-			if !covered(keys[d], doomed) {
+			if k, ok := covered(keys[d], doomed); ok {
+				found[d] = k
+			} else {
 				out = append(out, d)
 			}
 		}
-		return out, nil
+		return out, found, nil
 	}
 	var mu sync.Mutex
-	var out []digest
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(statWorkers * DefaultWorkers)
 	for d := range need {
 		g.Go(func() error {
-			_, err := r.locateBlock(gctx, chain, d, doomed)
-			if errors.Is(err, store.ErrObjectNotFound) {
-				mu.Lock()
-				out = append(out, d)
-				mu.Unlock()
-				return nil
+			k, err := r.locateBlock(gctx, chain, d, doomed)
+			if err != nil && !errors.Is(err, store.ErrObjectNotFound) {
+				return err
 			}
-			return err
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				out = append(out, d)
+			} else {
+				found[d] = k
+			}
+			return nil
 		})
 	}
-	return out, g.Wait()
+	return out, found, g.Wait()
 }
 
-func covered(keys []string, doomed map[string]bool) bool {
+// covered returns the first of keys outside doomed.
+func covered(keys []string, doomed map[string]bool) (string, bool) {
 	for _, k := range keys {
 		if !doomed[k] {
-			return true
+			return k, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // listBlockKeys lists up to budget keys of chain's block prefix and
@@ -189,12 +199,14 @@ func (r *Repo) locateBlock(ctx context.Context, chain string, d digest, avoid ma
 // does before reporting ready, that every block has an object no gc may
 // still delete, storing again from source (the snapshot the backup was
 // made of) what is missing or condemned. Only then may the backup be
-// reported ready. Errors: ErrBackupNotFound, ErrCorruptBlock (source no
+// reported ready; in a chain with state records it creates the backup's
+// ready record (FORMAT.md §7.5). Errors: ErrBackupNotFound (also for a
+// voided backup), ErrCorruptBlock (source no
 // longer holds the backup's bytes: the backup must be made again),
 // ErrChainOwned (the chain was taken over meanwhile), ErrChainBusy, store
 // and I/O errors.
 func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) error {
-	cfg, path, blocks, err := r.resolve(ctx, chain, id)
+	cfg, path, blocks, err := r.resolveWith(ctx, chain, id, r.unreadyManifest)
 	if err != nil {
 		return err
 	}
@@ -204,14 +216,23 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	}
 	defer src.Close()
 	m := path[0]
+	ret, err := r.backupRetention(ctx, m.CreatedAt)
+	if err != nil {
+		return err
+	}
 	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
-		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks}
+		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks, ret: ret}
 	if err := j.confirm(ctx, m); err != nil {
 		return err
 	}
 	// As after Backup's commit: a takeover that landed first wins.
 	if err := r.stillOwner(ctx, cfg, &BackupOptions{Owner: m.Owner}); err != nil {
-		r.retract(ctx, m)
+		r.disown(ctx, cfg, m)
+		r.retract(ctx, cfg, m)
+		return err
+	}
+	if err := j.makeReady(ctx, m); err != nil {
+		r.retract(ctx, cfg, m)
 		return err
 	}
 	return nil

@@ -12,6 +12,10 @@ var (
 	// ErrBackupNotFound: the chain has no manifest with the requested backup
 	// id, or no backup at all when "latest" was requested.
 	ErrBackupNotFound = errors.New("backup not found")
+	// ErrBackupNotReady: the backup's manifest is committed but its
+	// confirm has not passed (FORMAT.md §7.5): it is not a backup yet, and
+	// Repo.ConfirmBackup may finish it. It wraps ErrBackupNotFound.
+	ErrBackupNotReady = fmt.Errorf("%w: not ready", ErrBackupNotFound)
 	// ErrChainBroken: a manifest the requested backup depends on is missing,
 	// or a hash link (ParentDigest) or the volume digest does not match.
 	ErrChainBroken = errors.New("backup chain broken")
@@ -57,4 +61,8 @@ var (
 	// and may have been taken over by gc; the backup is not committed
 	// (retryable).
 	ErrLeaseLost = errors.New("chain lock lost")
+	// ErrRetained: the backup is under S3 Object Lock retention and cannot
+	// be deleted before its retain-until date, which the message names
+	// (FORMAT.md §7.4; gRPC FailedPrecondition).
+	ErrRetained = errors.New("backup under Object Lock retention")
 )

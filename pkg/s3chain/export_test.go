@@ -27,10 +27,16 @@ func CreateV1ConfigForTest(ctx context.Context, r *Repo, chain string, blockSize
 // chain: formatVersion 2, block digest HMAC-SHA256, and a random secret
 // (plain, or sealed with r's wrap key as version 2 sealed it).
 func CreateV2ConfigForTest(ctx context.Context, r *Repo, chain string, blockSize int64) error {
+	return createConfigForTest(ctx, r, chain, blockSize, 2, digestHMAC)
+}
+
+// createConfigForTest writes a config of version (2 or 3) and digest with
+// a random secret, without state records (FORMAT.md §7.4).
+func createConfigForTest(ctx context.Context, r *Repo, chain string, blockSize int64, version int, digest string) error {
 	secret := make([]byte, digestKeyLen)
 	_, _ = rand.Read(secret)
-	cfg := &chainConfig{FormatVersion: 2, Chain: chain, BlockSize: blockSize, CreatedAt: time.Now().UTC(),
-		Digest: digestHMAC, Compression: "zstd", Encryption: encNone, Secret: secret}
+	cfg := &chainConfig{FormatVersion: version, Chain: chain, BlockSize: blockSize, CreatedAt: time.Now().UTC(),
+		Digest: digest, Compression: "zstd", Encryption: encNone, Secret: secret}
 	if r.wrap != nil {
 		cfg.Encryption = encAESGCM
 		cfg.Secret = seal(r.wrap, secret, []byte(secretAAD+chain))
@@ -122,3 +128,22 @@ func DowngradeChainForTest(ctx context.Context, r *Repo, chain string) error {
 
 // ConfigKeyForTest returns the object key of chain's config (FORMAT.md §2).
 func ConfigKeyForTest(chain string) string { return configKey(chain) }
+
+// SetLockMarginForTest sets the margin gc adds to retain-until dates (5
+// min) until the test ends, so that a test need not wait that long.
+func SetLockMarginForTest(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := lockMargin
+	lockMargin = d
+	t.Cleanup(func() { lockMargin = old })
+}
+
+// CreateV3ConfigWithoutStatesForTest writes the config a version-3 writer
+// made before state records (FORMAT.md §7.4): formatVersion 3, BLAKE3 block
+// names, no readyRecords, so every manifest of the chain is listed.
+func CreateV3ConfigWithoutStatesForTest(ctx context.Context, r *Repo, chain string, blockSize int64) error {
+	return createConfigForTest(ctx, r, chain, blockSize, 3, digestBLAKE3)
+}
+
+// StateKeyForTest returns the key of the state record of backup id of
+// chain (FORMAT.md §7.4).
+func StateKeyForTest(chain, id string) string { return stateKey(chain, id) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,11 +104,14 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 	}); err != nil {
 		return err
 	}
-	live, err := r.referenced(lctx, chain)
+	live, err := r.referencedTidy(lctx, l, chain, o, st)
 	if err != nil {
 		return err
 	}
-	doomed := r.candidates(l, chain, objs, live, o, st)
+	doomed, err := r.unlocked(lctx, r.candidates(l, chain, objs, live, o, st), l.server, st)
+	if err != nil {
+		return err
+	}
 	if len(doomed) == 0 || o.DryRun {
 		countDeleted(doomed, st)
 		return nil
@@ -207,18 +211,69 @@ func (r *Repo) clearLocks(ctx context.Context, l *lease, dryRun bool) (bool, err
 }
 
 // referenced returns the digests every manifest of chain lists (deleted
-// version-1 ones kept for their dependents too), read after the chain's
-// locks were checked, and purges tombstones nothing depends on. A manifest
-// deleted meanwhile is skipped; any other failure stops the gc of the chain.
+// version-1 ones kept for their dependents, and in a chain with state
+// records every manifest not dead: ready or pending, FORMAT.md §7.5),
+// read after the chain's locks were checked, and purges tombstones nothing
+// depends on. A manifest deleted meanwhile is skipped; any other failure
+// stops the gc of the chain.
 func (r *Repo) referenced(ctx context.Context, chain string) (map[digest]bool, error) {
-	all, gone, err := r.allManifests(ctx, chain)
+	c, err := r.listManifests(ctx, chain)
 	if err != nil {
 		return nil, err
 	}
-	if all, err = r.purgeTombstones(ctx, chain, all, gone); err != nil {
+	return r.liveDigests(ctx, chain, c)
+}
+
+// referencedTidy is referenced for the gc's first read: in a chain with
+// state records it first voids the manifests abandoned unready (older than
+// o.MinAge by the store's clock, while no writer holds the chain) and
+// deletes the dead ones (FORMAT.md §7.5), unless o.DryRun.
+func (r *Repo) referencedTidy(ctx context.Context, l *lease, chain string, o *GCOptions, st *GCStats) (map[digest]bool, error) {
+	c, err := r.listManifests(ctx, chain)
+	if err != nil {
 		return nil, err
 	}
-	return knownDigests(all), nil
+	if c.cfg != nil && c.cfg.ReadyRecords && !o.DryRun {
+		if err := r.dropUnready(ctx, l, c, o.MinAge, st); err != nil {
+			return nil, err
+		}
+	}
+	return r.liveDigests(ctx, chain, c)
+}
+
+func (r *Repo) liveDigests(ctx context.Context, chain string, c manifestSet) (map[digest]bool, error) {
+	all, err := r.purgeTombstones(ctx, chain, c.all, c.gone)
+	if err != nil {
+		return nil, err
+	}
+	return knownDigests(slices.DeleteFunc(all, func(m *Manifest) bool { return c.state[m.ID] == dead })), nil
+}
+
+// dropUnready voids c's pending manifests older than minAge and deletes
+// every dead manifest: none is ever a backup, and its id's record stays,
+// so the delete, however late it lands, removes nothing that is. Voiding
+// one whose writer still confirms only makes that writer fail (markReady).
+func (r *Repo) dropUnready(ctx context.Context, l *lease, c manifestSet, minAge time.Duration, st *GCStats) error {
+	for _, m := range c.all {
+		if c.state[m.ID] == pending && l.server.Sub(c.mtime[m.ID]) >= minAge {
+			isDead, err := r.voidManifest(ctx, m)
+			if err != nil {
+				return err
+			}
+			if isDead {
+				c.state[m.ID] = dead
+				st.VoidedBackups++
+			}
+		}
+		if c.state[m.ID] != dead {
+			continue
+		}
+		if err := r.store.Delete(ctx, manifestKey(m.Chain, m.ID)); err != nil {
+			return fmt.Errorf("delete unready manifest of backup %q in chain %q: %w", m.ID, m.Chain, err)
+		}
+		st.DeletedManifests++
+	}
+	return nil
 }
 
 // candidates returns the block objects among objs (plain and variant keys)

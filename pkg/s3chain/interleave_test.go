@@ -27,6 +27,10 @@ import (
 // on one chain: every backup reported ready and not deleted restores
 // byte-identically, no restore ever returns other bytes, and once
 // everything is deleted and locks expire, gc leaves no block and no lock.
+// In a chain with state records (every chain but the version-1 seeds,
+// FORMAT.md §7.4) every listed backup is one that reported ready or whose
+// ready record landed (a lost answer), and restores byte-identically to
+// an image that was backed up: listed means restorable.
 // Schedules also pause requests between an actor's check and its effect
 // (held at a gate, released after a random delay, landing late when their
 // caller gave up) and step the store's clock (interleave_pause_test.go);
@@ -51,12 +55,16 @@ type world struct {
 	ttl   time.Duration
 	seed  uint64
 
+	lock store.LockPolicy // Object Lock of the store (interleave_lock_test.go); zero: none
+
 	mu      sync.Mutex
 	ready   map[string]readyBackup // by id + "@" + createdAt
 	deleted map[string]time.Time   // id -> end of the last DeleteBackup of it (successful or not: a lost answer may hide a success)
 	bad     []string
 	gates   []*storetest.Gate // every pause of the schedule
 	shift   time.Duration     // the largest clock shift the store had
+	images  map[string]bool   // the sha of every image a backup was tried of
+	v1      bool              // the chain was seeded as version 1 (no state records)
 }
 
 type readyBackup struct {
@@ -112,8 +120,9 @@ func envInt(name string, def int) int {
 // invariant; faults adds stalls and kills to the random errors and delays.
 func runSchedule(t *testing.T, st *storetest.Faulty, seed uint64, ttl time.Duration, faults bool) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	w := &world{t: t, dir: t.TempDir(), store: st, ttl: ttl, seed: seed,
-		ready: map[string]readyBackup{}, deleted: map[string]time.Time{}}
+	w := &world{t: t, dir: t.TempDir(), store: st, ttl: ttl, seed: seed, lock: st.LockPolicy(),
+		ready: map[string]readyBackup{}, deleted: map[string]time.Time{}, images: map[string]bool{}}
+	w.v1 = seed%3 == 0 && !w.lock.Enabled() // version 1 rewrote manifests, which a lock forbids
 	for range 6 {
 		b := make([]byte, ilBlock)
 		for i := range b {
@@ -121,7 +130,7 @@ func runSchedule(t *testing.T, st *storetest.Faulty, seed uint64, ttl time.Durat
 		}
 		w.pool = append(w.pool, b)
 	}
-	if seed%3 == 0 {
+	if w.v1 {
 		w.seedV1(rng)
 	}
 	var wg sync.WaitGroup
@@ -132,6 +141,8 @@ func runSchedule(t *testing.T, st *storetest.Faulty, seed uint64, ttl time.Durat
 	wg.Wait()
 	w.releaseAll()
 	w.check()
+	w.checkLocked()
+	w.checkListed()
 	w.settleClock()
 	w.drain()
 	for _, b := range w.bad {
@@ -230,6 +241,9 @@ func (wr *writer) backup(op int) {
 		return
 	}
 	defer os.Remove(path)
+	wr.w.mu.Lock()
+	wr.w.images[sha(img)] = true
+	wr.w.mu.Unlock()
 	o := s3chain.BackupOptions{Chain: ilChain, Source: path, BlockSize: ilBlock, Workers: 2}
 	if ms, err := wr.repo.Backups(context.Background(), ilChain); err == nil && len(ms) > 0 && wr.rng.IntN(4) > 0 {
 		o.Parent = ms[wr.rng.IntN(len(ms))].ID
@@ -334,17 +348,43 @@ func (w *world) check() {
 	}
 }
 
+// checkListed checks, in a chain with state records, that every listed
+// backup reported ready (or its ready record landed though its writer
+// failed) and restores to the bytes of an image that was backed up.
+func (w *world) checkListed() {
+	if w.v1 {
+		return // every manifest is listed there, ready or not (as before)
+	}
+	repo, _ := s3chain.NewRepo(w.store, s3chain.RepoOptions{})
+	ctx := context.Background()
+	for _, m := range w.listed(repo) {
+		dest := filepath.Join(w.dir, "listed-"+m.ID)
+		if _, _, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: ilChain, BackupID: m.ID, Destination: dest}); err != nil {
+			w.violation("restore of listed backup %s: %v", m.ID, err)
+		} else if s := readSHA(dest); !w.images[s] {
+			w.violation("restore of listed backup %s: sha %s is no image backed up", m.ID, s)
+		}
+		os.Remove(dest)
+	}
+}
+
+// listed returns the chain's backups after the schedule (none, and a
+// violation, if it cannot be listed).
+func (w *world) listed(repo *s3chain.Repo) []*s3chain.Manifest {
+	ms, err := repo.Backups(context.Background(), ilChain)
+	if err != nil {
+		w.violation("list after the schedule: %v", err)
+	}
+	return ms
+}
+
 // drain deletes every backup, lets abandoned locks expire, collects, and
 // checks that nothing is left: no block, no lock.
 func (w *world) drain() {
 	repo, _ := s3chain.NewRepo(w.store, s3chain.RepoOptions{LeaseTTL: w.ttl})
 	ctx := context.Background()
-	ms, err := repo.Backups(ctx, ilChain)
-	if err != nil {
-		w.violation("list after the schedule: %v", err)
-		return
-	}
-	for _, m := range ms {
+	time.Sleep(w.lockedFor()) // every retention has expired
+	for _, m := range w.listed(repo) {
 		if err := repo.DeleteBackup(ctx, ilChain, m.ID); err != nil && !errors.Is(err, s3chain.ErrBackupNotFound) {
 			w.violation("delete %s after the schedule: %v", m.ID, err)
 		}
@@ -353,6 +393,7 @@ func (w *world) drain() {
 	// A gc may lose its short lease on a loaded machine: it then stops, and
 	// the next one finishes the job.
 	var st s3chain.GCStats
+	var err error
 	for range 5 {
 		if st, err = repo.GC(ctx, s3chain.GCOptions{}); err == nil && st.SkippedChains == 0 {
 			break
@@ -366,6 +407,11 @@ func (w *world) drain() {
 		// A doom record stays for good when its gc failed or was killed
 		// mid-sweep (FORMAT.md §7): it is not a leak of data.
 		if strings.Contains(oi.Key, "/doom-") {
+			return nil
+		}
+		// A state record stays for good, so its id is never taken again
+		// (FORMAT.md §7.4): a hundred bytes, no data.
+		if strings.HasSuffix(oi.Key, ".state") {
 			return nil
 		}
 		if strings.HasPrefix(oi.Key, "blocks/") || strings.HasPrefix(oi.Key, "pending/") || strings.HasPrefix(oi.Key, "manifests/") {

@@ -175,6 +175,15 @@ type GCStats struct {
 	DeletedBytes          int64
 	// YoungBlocks were unreferenced but younger than MinAge.
 	YoungBlocks int
+	// LockedBlocks were unreferenced but under Object Lock retention (read,
+	// or inferred from their age and the target's retain=), and left
+	// alone without being condemned; LockedBytes are their bytes.
+	LockedBlocks int
+	LockedBytes  int64
+	// VoidedBackups: manifests left unready (their writer stopped between
+	// commit and confirm) for MinAge, voided; DeletedManifests: voided
+	// manifests deleted (FORMAT.md §7.5). Not counted in a dry run.
+	VoidedBackups, DeletedManifests int
 	// TempFiles are temporary files of killed writers that a file store
 	// (store.TempSweeper) held for longer than the grace MinTempAge (or
 	// MinAge, if longer), deleted (or would be, in a dry run), and

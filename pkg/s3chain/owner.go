@@ -110,7 +110,11 @@ func (r *Repo) setOwner(ctx context.Context, cfg *chainConfig, owner string, all
 // recordOwner creates ownership record seq of chain naming owner.
 func (r *Repo) recordOwner(ctx context.Context, chain string, seq int, owner, previous string) error {
 	data, _ := json.Marshal(ownerRecord{FormatVersion, chain, owner, previous, time.Now().UTC()})
-	err := r.store.PutIfAbsent(ctx, ownerKey(chain, seq), data)
+	rctx, err := r.retainedCtx(ctx)
+	if err != nil {
+		return err
+	}
+	err = r.store.PutIfAbsent(rctx, ownerKey(chain, seq), data)
 	if errors.Is(err, store.ErrNotAtomic) {
 		return errNoConditionalWrites(chain, err)
 	}

@@ -19,9 +19,11 @@ type Repo struct {
 	aead  cipher.AEAD // the repository key itself (version-1 chains); nil when not encrypted
 	wrap  cipher.AEAD // the key that seals version-2 chain secrets; nil when not encrypted
 	lease time.Duration
+	lock  *objectLock // Object Lock of the store (objectlock.go)
 
 	mu      sync.Mutex
 	configs map[string]*chainConfig // by chain name, once opened
+	states  sync.Map                // state records read or made, by key: never changed (FORMAT.md §7.5)
 }
 
 // NewRepo returns a Repo over s. opts.EncryptionKey must be nil (no
@@ -32,7 +34,7 @@ func NewRepo(s store.Store, opts RepoOptions) (*Repo, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
 	}
-	r := &Repo{store: s, configs: map[string]*chainConfig{}, lease: opts.LeaseTTL}
+	r := &Repo{store: s, configs: map[string]*chainConfig{}, lease: opts.LeaseTTL, lock: newObjectLock(s)}
 	if r.lease <= 0 {
 		r.lease = DefaultLeaseTTL
 	}

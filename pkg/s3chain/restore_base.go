@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // Image is the block list of one backup's volume image: what a node keeps
@@ -104,28 +105,18 @@ func (im *Image) SharedBytes(base *Image) int64 {
 	return n
 }
 
-// WriteFile stores the image at path atomically (a temporary file renamed
-// over it, fsynced), so a crash leaves the old record or the new one.
+// WriteFile stores the image at path durably (durable.WriteFile, mode
+// 0600), so a crash leaves the old record or the new one. The directory
+// must exist. Errors: those of the filesystem.
 func (im *Image) WriteFile(path string) error {
 	data, err := json.Marshal(im)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".image-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := durable.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write image record %s: %w", path, err)
 	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // ReadImage reads an image written by WriteFile and checks it against its

@@ -17,7 +17,9 @@ import (
 // no manifest references. A version-1 backup that other version-1 manifests
 // still depend on gets a tombstone instead: it is gone for every reader but
 // its manifest stays for its dependents, and goes (with the tombstone) once
-// the last of them is deleted (FORMAT.md §7). Errors: ErrBackupNotFound
+// the last of them is deleted (FORMAT.md §7). A backup under S3 Object
+// Lock retention is refused (ErrRetained, naming the date; §7.4).
+// Errors: ErrRetained, ErrBackupNotFound
 // (also for an already deleted backup), ErrInvalidChain, ErrWrongKey,
 // ErrInvalidManifest, store errors.
 func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
@@ -27,6 +29,12 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	cfg, err := r.chain(ctx, chain, nil)
 	if err != nil {
 		return err
+	}
+	if err := r.Deletable(ctx, chain, backupID); err != nil {
+		return err
+	}
+	if cfg.ReadyRecords {
+		return r.deleteDecided(ctx, cfg, backupID)
 	}
 	if cfg.FormatVersion >= 2 { // no version-1 manifest to depend on it
 		if _, err := r.store.Stat(ctx, manifestKey(chain, backupID)); errors.Is(err, store.ErrObjectNotFound) {
@@ -58,6 +66,30 @@ func (r *Repo) DeleteBackup(ctx context.Context, chain, backupID string) error {
 	}
 	_, err = r.purgeTombstones(ctx, chain, slices.Delete(all, i, i+1), gone)
 	return err
+}
+
+// deleteDecided deletes backup id of a chain with state records (ready or
+// not: a manifest left unready may be deleted too), after making sure its
+// id has a state record (a void one, unless it has one): the record stays,
+// so the id is never taken again and the delete, however late it lands,
+// can only ever remove the manifest it was meant for or one that is never
+// a backup (FORMAT.md §7.5).
+func (r *Repo) deleteDecided(ctx context.Context, cfg *chainConfig, id string) error {
+	key := manifestKey(cfg.Chain, id)
+	if _, err := r.store.Stat(ctx, key); errors.Is(err, store.ErrObjectNotFound) {
+		return fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, cfg.Chain, id)
+	} else if err != nil {
+		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	// A void record names no manifest: every one under the id is dead.
+	_, err := r.createState(ctx, cfg.Chain, id, "", stateVoid)
+	if err != nil && !errors.Is(err, store.ErrObjectExists) { // decided already (ready, say): kept
+		return fmt.Errorf("delete backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	if err := r.store.Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete manifest of backup %q in chain %q: %w", id, cfg.Chain, err)
+	}
+	return nil
 }
 
 // hasV1Dependent reports whether a version-1 manifest links to id as its

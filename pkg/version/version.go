@@ -1,5 +1,5 @@
 // Package version reports which build of chainvol is running: the version
-// (a release tag, or `git describe --tags --always --dirty` when built by the
+// (a release tag, or hack/version.sh's git describe form when built by the
 // Makefile), the VCS commit and the Go version. Every place that shows a
 // version (chainvol-csi -version, chainvolctl version, the CSI
 // GetPluginInfo vendor_version, the chainvol_build_info metric) reads it
@@ -15,7 +15,7 @@ import (
 
 // tag is set at link time by the Makefile:
 //
-//	-ldflags "-X github.com/chainvol/chainvol/pkg/version.tag=$(git describe --tags --always --dirty)"
+//	-ldflags "-X github.com/chainvol/chainvol/pkg/version.tag=$(bash hack/version.sh)"
 //
 // Empty when built without it (go build, go install, go test).
 var tag string
@@ -96,10 +96,11 @@ func vcsCommit(settings []debug.BuildSetting) string {
 	return rev
 }
 
-// commitFromTag takes the abbreviated commit out of a git describe output:
-// "v1.2.3-4-gabc1234[-dirty]" gives "abc1234[-dirty]", a bare "abc1234"
-// (--always in a repository without tags) gives itself; anything else
-// gives Unknown.
+// commitFromTag takes the abbreviated commit out of a version of
+// hack/version.sh: "v1.2.3-4-gabc1234[-dirty]" (git describe) and
+// "0.0.0-dev+abc1234[-dirty]" (no tag yet) give "abc1234[-dirty]", a bare
+// "abc1234" (the older --always form) gives itself; anything else (a
+// release tag, "0.0.0-dev+unknown") gives Unknown.
 func commitFromTag(tag string) string {
 	if tag == "" {
 		return Unknown
@@ -111,6 +112,9 @@ func commitFromTag(tag string) string {
 	}
 	if i := strings.LastIndex(base, "-g"); i >= 0 && isHex(base[i+2:]) {
 		return base[i+2:] + suffix
+	}
+	if _, sha, ok := strings.Cut(base, "+"); ok && isHex(sha) {
+		return sha + suffix
 	}
 	if len(base) >= 7 && isHex(base) {
 		return base + suffix

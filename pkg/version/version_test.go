@@ -22,6 +22,8 @@ func TestResolve(t *testing.T) {
 		{"tag only", "v1.2.3-4-gabc1234", "", nil, Info{"v1.2.3-4-gabc1234", "abc1234", ""}},
 		{"describe --always, no tags", "1243adb-dirty", "", &debug.BuildInfo{GoVersion: "go1.99"},
 			Info{"1243adb-dirty", "1243adb-dirty", "go1.99"}},
+		{"no tag yet (hack/version.sh)", "0.0.0-dev+1243adb-dirty", "", nil, Info{"0.0.0-dev+1243adb-dirty", "1243adb-dirty", ""}},
+		{"no git (hack/version.sh)", "0.0.0-dev+unknown", "", nil, Info{"0.0.0-dev+unknown", Unknown, ""}},
 		{"exact tag", "v2.0.0", "", &debug.BuildInfo{GoVersion: "go1.99"}, Info{"v2.0.0", Unknown, "go1.99"}},
 		{"go install of a release", "", "", released, Info{"v1.4.0", Unknown, "go1.99"}},
 		{"link-time commit", "v2.0.0", "feedbeef", vcs, Info{"v2.0.0", "feedbeef", "go1.99"}},

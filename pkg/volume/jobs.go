@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
@@ -38,10 +39,16 @@ type Job struct {
 	// backup is the backup reference the job restores or uploads, once
 	// known (SetBackup), for the shutdown's report.
 	backup atomic.Pointer[string]
+	// rec publishes the job's progress in STATE_DIR/jobs for `chainvolctl
+	// jobs` (nil without a state directory).
+	rec *jobrec.Publisher
 }
 
 // SetSubject records the id of the lvol the job works on.
-func (j *Job) SetSubject(id string) { j.subject.Store(&id) }
+func (j *Job) SetSubject(id string) {
+	j.subject.Store(&id)
+	j.rec.Set("", id)
+}
 
 // Subject is the id SetSubject recorded, "" before.
 func (j *Job) Subject() string {
@@ -53,7 +60,10 @@ func (j *Job) Subject() string {
 
 // SetBackup records the backup reference (TARGET:CHAIN@ID) the job
 // restores or uploads.
-func (j *Job) SetBackup(ref string) { j.backup.Store(&ref) }
+func (j *Job) SetBackup(ref string) {
+	j.backup.Store(&ref)
+	j.rec.Set(ref, "")
+}
 
 // Backup is the reference SetBackup recorded, "" before.
 func (j *Job) Backup() string {
@@ -79,6 +89,7 @@ func (j *Job) Progress(p s3chain.Progress) {
 	j.waiting.Store(nil) // progress: the target answers again
 	j.bytes.Store(p.DoneBytes)
 	j.total.Store(p.TotalBytes)
+	j.rec.Update(p.DoneBytes, p.TotalBytes)
 	now := time.Now().UnixNano()
 	last := j.lastLog.Load()
 	if now-last >= int64(progressLogEvery) && j.lastLog.CompareAndSwap(last, now) {
@@ -126,6 +137,7 @@ func (j *Job) Message() string {
 func (j *Job) SetWaiting(cause error, retryIn time.Duration) {
 	w := fmt.Sprintf("waiting for target: %v (next try in %s)", cause, retryIn.Round(100*time.Millisecond))
 	j.waiting.Store(&w)
+	j.rec.SetWaiting(w)
 }
 
 // What names the job in messages ("restore of TARGET:CHAIN@ID", "backup upload").
@@ -148,13 +160,24 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // jobSet tracks background jobs by key (a volume or snapshot lvol id).
 type jobSet struct {
-	mu sync.Mutex
-	m  map[string]*Job
+	// dir is where the jobs' progress records go (jobrec), "" for none.
+	dir string
+	mu  sync.Mutex
+	m   map[string]*Job
 	// closed is set by shutdown: no job starts afterwards.
 	closed bool
 }
 
-func newJobSet() *jobSet { return &jobSet{m: map[string]*Job{}} }
+func newJobSet(recordDir string) *jobSet { return &jobSet{dir: recordDir, m: map[string]*Job{}} }
+
+// recordKind is the jobrec kind of a job described as what: the driver's
+// jobs are restores ("restore of REF") and backup uploads.
+func recordKind(what string) string {
+	if strings.HasPrefix(what, "restore") {
+		return jobrec.KindRestore
+	}
+	return jobrec.KindBackup
+}
 
 // start runs fn in the background under key unless a job with that key
 // exists, and returns the job that runs.
@@ -181,7 +204,11 @@ func (s *jobSet) startJob(key, what string, gate chan struct{}, fn func(context.
 		return refusedJob(what)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &Job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now(), gate: gate}
+	j := &Job{what: what, cancel: cancel, done: make(chan struct{}), start: time.Now(), gate: gate,
+		rec: jobrec.Start(s.dir, jobrec.Record{Kind: recordKind(what), What: what})}
+	if err := j.rec.Err(); err != nil {
+		klog.V(2).InfoS("progress record not published", "job", what, "err", err)
+	}
 	j.lastLog.Store(j.start.UnixNano())
 	s.m[key] = j
 	go func() {
@@ -194,6 +221,7 @@ func (s *jobSet) startJob(key, what string, gate chan struct{}, fn func(context.
 		if j.err = ctx.Err(); j.err == nil {
 			j.err = fn(ctx, j)
 		}
+		j.rec.End()
 		cancel()
 		close(j.done)
 	}()

@@ -11,7 +11,7 @@ import (
 )
 
 func TestJobSet(t *testing.T) {
-	s := newJobSet()
+	s := newJobSet("")
 	release := make(chan struct{})
 	j := s.start("k", "restore of x", func(ctx context.Context, j *Job) error {
 		j.Progress(s3chain.Progress{DoneBytes: 1 << 20, TotalBytes: 4 << 20})
@@ -72,7 +72,7 @@ func TestJobWaiting(t *testing.T) {
 // without waiting (a deadline within wait's margin); it runs once wait
 // blocks, or once open is called; stopping it before is Canceled.
 func TestJobGated(t *testing.T) {
-	s := newJobSet()
+	s := newJobSet("")
 	ran := make(chan struct{}, 1)
 	j := s.startGated("k", "restore of x", func(context.Context, *Job) error { ran <- struct{}{}; return nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // within the 1 s margin

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -54,7 +55,8 @@ type Config struct {
 	// StateDir holds the restores' checkpoints and seed records
 	// (restores/), the backups' image records (images/) and the records
 	// of backup snapshot and group snapshot names (snapshots/, groups/:
-	// names.go).
+	// names.go), and the progress records of running jobs (jobs/:
+	// pkg/jobrec, read by `chainvolctl jobs`).
 	StateDir string
 	// Node names this node in messages.
 	Node string
@@ -82,7 +84,7 @@ type Config struct {
 // It first removes what a killed driver left in the state directory
 // (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
-	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(), locks: newLockSet(), refs: refIndex{pool: pool},
+	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(recordDir(cfg.StateDir)), locks: newLockSet(), refs: refIndex{pool: pool},
 		spaceKick:    make(chan struct{}, 1),
 		backupNames:  &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")},
 		backupGroups: &nameStore{dir: filepath.Join(cfg.StateDir, "groups")}}
@@ -108,6 +110,16 @@ func (m *Manager) LockChain(tgt, chain string) (unlock func()) {
 	return mu.(*sync.Mutex).Unlock
 }
 
+// recordDir is where the jobs of a manager with state directory stateDir
+// publish their progress; "" (no state directory, as in unit tests) for
+// nowhere.
+func recordDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return jobrec.DirOf(stateDir)
+}
+
 // StartJob runs fn in the background under key unless a job with that key
 // exists, and returns the job that runs. Its context is detached from the
 // caller's: it ends when fn returns or StopJob or StopAll cancels it.
@@ -124,7 +136,7 @@ func (m *Manager) startGatedJob(key, what string, fn func(context.Context, *Job)
 
 // RunningRestores returns the restore jobs that have not ended, in no
 // order: what the metrics publish at each scrape.
-func (m *Manager) RunningRestores() []*Job { return m.jobs.running(restoreKey("")) }
+func (m *Manager) RunningRestores() []*Job { return m.jobs.running(RestoreKey("")) }
 
 // ForgetJob drops a finished job so that a later call starts afresh.
 func (m *Manager) ForgetJob(key string) { m.jobs.forget(key) }

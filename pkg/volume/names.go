@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // A backup's snapshot name outlives its local snapshot lvol: the sweep
@@ -107,7 +109,10 @@ func (s *nameStore) record(r BackupName) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path(r.Name), b); err != nil {
+	if err := durable.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("record backup snapshot name %q: %w", r.Name, err)
+	}
+	if err := durable.WriteFile(s.path(r.Name), b, 0o600); err != nil {
 		return fmt.Errorf("record backup snapshot name %q: %w", r.Name, err)
 	}
 	s.byName[r.Name] = r
@@ -187,43 +192,4 @@ func (s *nameStore) load() error {
 	}
 	s.loaded = true
 	return nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file in its
-// directory (name starting with '.'), synced, renamed over path, and the
-// directory synced, so a crash leaves the old file or the new one, and at
-// worst a temporary file (which load removes).
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -77,7 +77,7 @@ func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol
 		return m.resumeRestore(ctx, req, lv)
 	}
 	what := "restore of " + req.Ref.String()
-	j := m.startGatedJob(restoreKey(req.Name), what, func(ctx context.Context, j *Job) error {
+	j := m.startGatedJob(RestoreKey(req.Name), what, func(ctx context.Context, j *Job) error {
 		return m.restoreNew(ctx, j, req)
 	})
 	// If the call does not wait (wait opens the gate), the job starts just
@@ -100,9 +100,9 @@ func Busy(key string) error {
 	return Refuse(ClassBusy, "an operation on %q is already in progress; retry later", key)
 }
 
-// restoreKey is the job key of the restore of the volume called name:
+// RestoreKey is the job key of the restore of the volume called name:
 // the request name, known before the lvol (and its id) exists.
-func restoreKey(name string) string { return "restore:" + name }
+func RestoreKey(name string) string { return "restore:" + name }
 
 // resumeRestore answers a retried request whose lvol exists: the ready
 // volume, progress of a running restore, or a restore restarted from its
@@ -116,7 +116,7 @@ func (m *Manager) resumeRestore(ctx context.Context, req RestoreRequest, lv back
 		return lv, Refuse(ClassExists, "volume %q exists and was not restored from a backup", req.Name)
 	}
 	if rec.Ready() {
-		m.ForgetJob(restoreKey(lv.Name)) // finished while no call waited
+		m.ForgetJob(RestoreKey(lv.Name)) // finished while no call waited
 		return lv, nil
 	}
 	ref, err := target.ParseRef(rec.RestoreRef)
@@ -137,7 +137,7 @@ func (m *Manager) awaitRestore(ctx context.Context, name string, j *Job) (backen
 		}
 		return backend.LVol{}, Refuse(ClassBusy, "volume %s: %s", name, j.Message())
 	}
-	m.ForgetJob(restoreKey(name))
+	m.ForgetJob(RestoreKey(name))
 	if j.Err() != nil {
 		if err := m.takeFailure(name); err != nil {
 			return backend.LVol{}, err
@@ -171,7 +171,7 @@ func (m *Manager) restoreNew(ctx context.Context, j *Job, req RestoreRequest) er
 
 // startRestore runs (or finds) the background restore of lv.
 func (m *Manager) startRestore(lv backend.LVol, ref backupid.Ref, secrets map[string]string) *Job {
-	return m.StartJob(restoreKey(lv.Name), "restore of "+ref.String(), func(ctx context.Context, j *Job) error {
+	return m.StartJob(RestoreKey(lv.Name), "restore of "+ref.String(), func(ctx context.Context, j *Job) error {
 		return m.runRestore(ctx, j, lv, ref, secrets, nil)
 	})
 }
@@ -208,6 +208,6 @@ func (m *Manager) removeRestored(lv backend.LVol) {
 // CancelRestore stops a running restore of lv (DeleteVolume during a
 // restore) and removes its checkpoint.
 func (m *Manager) CancelRestore(lv backend.LVol) {
-	m.StopJob(restoreKey(lv.Name))
+	m.StopJob(RestoreKey(lv.Name))
 	m.dropRestoreState(lv.ID)
 }

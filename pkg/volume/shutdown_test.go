@@ -12,7 +12,7 @@ import (
 // ignores its cancellation still running once the bound ends, and refuses
 // every later job with ErrStopping without running it.
 func TestJobSetShutdown(t *testing.T) {
-	s := newJobSet()
+	s := newJobSet("")
 	cleaned := make(chan struct{})
 	s.start("a", "backup upload", func(ctx context.Context, j *Job) error {
 		j.SetSubject("snap-a")

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/internal/durable"
 	"github.com/chainvol/chainvol/pkg/backend"
 )
 
@@ -18,8 +19,9 @@ import (
 var stateDirs = []string{"restores", "images"}
 
 // sweepState removes what a killed driver can leave in the state
-// directory: temporary files of an interrupted write (".image-*" from
-// s3chain's image records, "*.tmp" from its checkpoints) and the files of
+// directory: temporary files of an interrupted write (durable.IsTemp;
+// ".image-*" and "*.tmp" as image records and checkpoints were written
+// before internal/durable) and the files of
 // lvols that no longer exist (a kill between the pool's delete and the
 // file's removal). It runs once, when the Manager is made, before any job
 // can write there; what it cannot read it leaves (and logs), since a file
@@ -54,7 +56,7 @@ func (m *Manager) sweepState() {
 // staleStateFile reports whether the state file called name is a
 // temporary file or belongs to an lvol the pool does not have.
 func (m *Manager) staleStateFile(ctx context.Context, name string) bool {
-	if strings.HasPrefix(name, ".image-") || strings.HasSuffix(name, ".tmp") {
+	if durable.IsTemp(name) || strings.HasPrefix(name, ".image-") || strings.HasSuffix(name, ".tmp") {
 		return true
 	}
 	id := name

@@ -34,6 +34,7 @@ func TestSweepState(t *testing.T) {
 		file("images", ".image-12345"), file("restores", ".image-777"),
 		file("restores", "vol-gone.checkpoint.tmp"), file("restores", "vol-gone.checkpoint"),
 		file("restores", "vol-gone.base"), file("images", "snap-gone.json"),
+		file("images", "."+lv.ID+".json~tmp42"), file("restores", "."+lv.ID+".checkpoint~tmp7"),
 	}
 	kept := []string{
 		file("restores", lv.ID+".checkpoint"), file("restores", lv.ID+".base"),

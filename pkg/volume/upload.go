@@ -109,7 +109,7 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 // (ErrCorruptBlock) was left by a commit that failed and is removed, so the
 // upload runs again.
 func uploadedBefore(ctx context.Context, repo *s3chain.Repo, ref target.Ref, src string) (bool, error) {
-	if _, err := repo.Manifest(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrBackupNotFound) {
+	if _, err := repo.Manifest(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrBackupNotFound) && !errors.Is(err, s3chain.ErrBackupNotReady) {
 		return false, nil
 	} else if err != nil {
 		return false, err

@@ -41,6 +41,10 @@ func TestArgumentErrorsExit2(t *testing.T) {
 		{"backup", "create", "--from", img, "--chain", "a/b", "--id", "-bad"},
 		{"backup", "create", "--from", img, "--chain", "a/b", "--workers", "-1"},
 		{"backup", "create", "--from", img, "--chain", "a/b", "--progress-interval", "0s"},
+		{"backup", "create", "--from", img, "--chain", "nosuch:a/b"},
+		{"restore", "a/b@latest", "--to", filepath.Join(dir, "missing", "dir", "out.img")},
+		{"verify", "--all", "--in", "nosuch"},
+		{"target", "init", "nosuch"},
 		{"restore", "a/b@latest", "--to", filepath.Join(dir, "out.img"), "--workers", "-2"},
 		{"gc", "--min-age", "-1h"},
 		{"gc", "--chain", "../x"},
@@ -54,6 +58,9 @@ func TestArgumentErrorsExit2(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state", "backups", "a")); err == nil {
 		t.Errorf("a refused backup create wrote into the target")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+		t.Errorf("a refused restore created the directories of its --to")
 	}
 }
 
@@ -115,40 +122,9 @@ func TestCorruptBlockHint(t *testing.T) {
 	root := filepath.Join(dir, "state", "backups")
 	c := &ctl{t: t}
 	g := []string{"--state-dir", filepath.Join(dir, "state")}
-	img := filepath.Join(dir, "raw.img")
-	writeRandom(t, img, 0, 8*blockSize)
-	for i, changed := range []int64{-1, 3, 5} { // b0 full; b1 changes block 3; b2 block 5
-		if changed >= 0 {
-			writeRandom(t, img, changed*blockSize, blockSize)
-		}
-		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
-	}
-	digest := func(id string, index int64) string {
-		show := decode[struct {
-			Blocks []struct {
-				I int64  `json:"i"`
-				D string `json:"d"`
-			} `json:"blocks"`
-		}](t, c.ok(append(g, "backup", "show", "lab/raw@"+id, "-o", "json", "--blocks")...))
-		for _, b := range show.Blocks {
-			if b.I == index {
-				return b.D
-			}
-		}
-		t.Fatalf("backup %s lists no block %d", id, index)
-		return ""
-	}
-	corrupt := func(d string) {
-		for _, f := range blockFiles(t, root) {
-			if strings.Contains(f, d) {
-				if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-		t.Fatalf("no block object named %s", d)
-	}
+	rawChain(t, c, g, dir)
+	digest := func(id string, index int64) string { return blockDigest(t, c, g, "lab/raw@"+id, index) }
+	corrupt := func(d string) { corruptBlock(t, root, d) }
 
 	corrupt(digest("b2", 5)) // only b2 uses its block 5
 	e := c.fails(1, append(g, "backup", "verify", "lab/raw@b2", "--deep")...)
@@ -188,4 +164,52 @@ func TestBackupTooLargeForChain(t *testing.T) {
 		}
 	}
 	c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/grown-2")...)
+}
+
+// blockDigest is the digest of block index of backup ref, from "backup show
+// --blocks".
+func blockDigest(t *testing.T, c *ctl, g []string, ref string, index int64) string {
+	t.Helper()
+	show := decode[struct {
+		Blocks []struct {
+			I int64  `json:"i"`
+			D string `json:"d"`
+		} `json:"blocks"`
+	}](t, c.ok(append(g, "backup", "show", ref, "-o", "json", "--blocks")...))
+	for _, b := range show.Blocks {
+		if b.I == index {
+			return b.D
+		}
+	}
+	t.Fatalf("backup %s lists no block %d", ref, index)
+	return ""
+}
+
+// corruptBlock overwrites the block object named by digest d under the
+// file target root with garbage.
+func corruptBlock(t *testing.T, root, d string) {
+	t.Helper()
+	for _, f := range blockFiles(t, root) {
+		if strings.Contains(f, d) {
+			if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no block object named %s", d)
+}
+
+// rawChain backs up an image of 8 random 1 MiB blocks as chain lab/raw:
+// b0 full, b1 with block 3 changed, b2 with block 5 changed.
+func rawChain(t *testing.T, c *ctl, g []string, dir string) {
+	t.Helper()
+	img := filepath.Join(dir, "raw.img")
+	writeRandom(t, img, 0, 8*blockSize)
+	for i, changed := range []int64{-1, 3, 5} {
+		if changed >= 0 {
+			writeRandom(t, img, changed*blockSize, blockSize)
+		}
+		c.ok(append(g, "backup", "create", "--from", img, "--chain", "lab/raw", "--block-size", "1048576", "--id", fmt.Sprintf("b%d", i))...)
+	}
 }

@@ -27,6 +27,7 @@ type slowBlocks struct {
 	addr     string
 	delay    atomic.Int64 // nanoseconds
 	putDelay atomic.Int64 // nanoseconds, for PUTs of block objects (slow backups)
+	delDelay atomic.Int64 // nanoseconds, for DELETEs of block objects (slow gcs)
 }
 
 func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
@@ -45,6 +46,9 @@ func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
 		}
 		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blocks/") {
 			time.Sleep(time.Duration(p.putDelay.Load()))
+		}
+		if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/blocks/") {
+			time.Sleep(time.Duration(p.delDelay.Load()))
 		}
 		rp.ServeHTTP(w, r)
 	})}
@@ -112,6 +116,9 @@ func (e *restoreEnv) interrupted(t *testing.T, checkpoint string, to string, ext
 	}
 	if _, err := os.Stat(checkpoint); err != nil {
 		t.Fatalf("the interrupted restore left no checkpoint: %v", err)
+	}
+	if e := stderr.String(); !strings.Contains(e, "interrupted (interrupt signal received)") || strings.Contains(e, "context canceled") {
+		t.Fatalf("an interrupted restore should say so, not \"context canceled\": %s", e)
 	}
 	return stderr.String()
 }

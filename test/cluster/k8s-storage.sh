@@ -102,14 +102,12 @@ s3_up() {
   rm -f "$RUN/s3-credentials"
 }
 
-# driver_s3: the chart again, with storage/values-s3.yaml on top of the
+# driver_s3: the chart make image stamped (install_driver), again, with storage/values-s3.yaml on top of the
 # cluster's values (the S3 target as the default one), as a user upgrades
 # a release; wait for the new pod and its registration.
 driver_s3() {
-  local ref; ref=$(cat "$RUN/chainvol-image")
   (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system -f test/cluster/values.yaml \
-    -f test/cluster/storage/values-s3.yaml \
-    --set "image.repository=${ref%:*}" --set "image.tag=${ref##*:}" charts/chainvol) > "$RUN/chainvol-s3.yaml"
+    -f test/cluster/storage/values-s3.yaml bin/image/chart/chainvol) > "$RUN/chainvol-s3.yaml"
   "$KUBECTL" apply -f "$RUN/chainvol-s3.yaml" >/dev/null
   wait_for "chainvol DaemonSet with the S3 target" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
   wait_for "CSINode registration" 60 sh -c \

@@ -93,7 +93,9 @@ func TestRetentionRacingUpload(t *testing.T) {
 
 	p.mu.Lock()
 	p.holdOnly = func(r *http.Request) bool {
-		return strings.Contains(r.URL.Path, "/manifests/") && r.Method == http.MethodPut
+		// The manifest's commit, not a state record (FORMAT.md §7.5): b1's
+		// delete writes one.
+		return strings.Contains(r.URL.Path, "/manifests/") && strings.HasSuffix(r.URL.Path, ".json") && r.Method == http.MethodPut
 	}
 	p.mu.Unlock()
 	p.holdWrites()

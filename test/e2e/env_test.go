@@ -26,7 +26,12 @@ type s3Target struct {
 // startS3 starts versitygw and writes its credentials file.
 func startS3(t *testing.T) s3Target {
 	t.Helper()
-	srv := testutil.StartS3(t)
+	return s3TargetOf(t, testutil.StartS3(t))
+}
+
+// s3TargetOf writes the credentials file of a started srv.
+func s3TargetOf(t *testing.T, srv testutil.S3Server) s3Target {
+	t.Helper()
 	creds := filepath.Join(t.TempDir(), "creds")
 	data := "accessKeyID=" + srv.AccessKey + "\nsecretAccessKey=" + srv.SecretKey + "\n"
 	if err := os.WriteFile(creds, []byte(data), 0o600); err != nil {

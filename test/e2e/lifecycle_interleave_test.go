@@ -63,7 +63,8 @@ const (
 const tolerateSweptRetry = false
 
 // tolerateTempRecords: a kill between the temporary file and the rename of
-// Image.WriteFile leaves a ".image-*" file in the state directory that
+// Image.WriteFile leaves a temporary file (durable.IsTemp; ".image-*"
+// before internal/durable) in the state directory that
 // nothing removes (a small leak per crash, TestImageTempFilesCollected);
 // the check logs and removes it. Set it to false once fixed.
 const tolerateTempRecords = true

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/driver"
@@ -123,4 +125,37 @@ func TestBackgroundGCFreesTemps(t *testing.T) {
 	if _, err := os.Stat(young); err != nil {
 		t.Fatalf("a young temporary file went too: %v", err)
 	}
+}
+
+// TestDeleteLockedBackup: on a target with S3 Object Lock (lock=,
+// retain=) DeleteSnapshot of a backup before its retain-until date is
+// FailedPrecondition naming the date, and changes nothing: the backup's
+// local snapshot (the next incremental's base) stays, and the backup
+// restores byte for byte.
+func TestDeleteLockedBackup(t *testing.T) {
+	s3 := s3TargetOf(t, testutil.StartS3ObjectLock(t))
+	n := startDriver(t, "node-a", s3.opts(s3.url("")+"&lock=compliance&retain=1h"))
+	vol := createVolume(t, n.Ctrl, "pvc-locked", volSize, mountCap("ext4"), pvcParams("shop", "locked"))
+	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
+	writeTree(t, filepath.Join(p.Path, "data"), 3, 4*mib)
+	want := hashTree(t, p.Path)
+	snap := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-locked", "")
+	unpublishUnstage(t, p)
+	before, err := n.Pool.List(rpcCtx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // refused again on a retry: nothing was undone the first time
+		_, err := n.Ctrl.DeleteSnapshot(rpcCtx(t), &csi.DeleteSnapshotRequest{SnapshotId: snap})
+		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "locked (COMPLIANCE) until 20") {
+			t.Fatalf("DeleteSnapshot of a locked backup: %v; want FailedPrecondition naming the date", err)
+		}
+	}
+	if after, _ := n.Pool.List(rpcCtx(t), ""); len(after) != len(before) {
+		t.Fatalf("the pool held %d lvols before the refused deletes, %d after: the backup's local snapshot went", len(before), len(after))
+	}
+	v := restore(t, n.Ctrl, restoreReq("pvc-locked-2", snap, volSize, mountCap("ext4")))
+	rp := stagePublish(t, n.Node, v.GetVolumeId(), mountCap("ext4"))
+	sameTree(t, "the locked backup after a refused delete", rp.Path, want)
+	unpublishUnstage(t, rp)
 }

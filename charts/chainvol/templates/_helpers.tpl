@@ -3,13 +3,22 @@
 app.kubernetes.io/name: chainvol
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "chainvol.version" . | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/*
+The version the chart runs, as an image tag and label value: image.tag,
+else appVersion (hack/version.sh's version, which make image stamps into
+bin/image/chart/chainvol) with SemVer's "+" as "_", as make image tags it.
+*/}}
+{{- define "chainvol.version" -}}
+{{ .Values.image.tag | default (.Chart.AppVersion | replace "+" "_") }}
 {{- end }}
 
 {{/* The driver image reference. */}}
 {{- define "chainvol.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ .Values.image.repository }}:{{ include "chainvol.version" . }}
 {{- end }}
 
 {{/* The kubelet directory without a trailing slash. */}}

@@ -7,13 +7,13 @@ import (
 
 // Target selects the counterexamples a search is after: a violation of
 // kind in a schedule whose events are flags. Nil accepts any.
-type Target func(kind string, flags uint8) bool
+type Target func(kind string, flags uint16) bool
 
 // Violation is a counterexample: a schedule that ends in a state where a
 // backup reported ready does not restore.
 type Violation struct {
 	Kind, Detail string
-	Flags        uint8
+	Flags        uint16
 	Trace        []string // one line per move, from the initial state
 }
 

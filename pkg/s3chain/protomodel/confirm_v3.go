@@ -7,6 +7,10 @@ func stepConfirm(s *State, sc *Scope, i int) {
 	p := &s.p[i]
 	switch p.pc {
 	case w3Committed:
+		if !p.respOK { // the id is taken: ErrBackupExists
+			p.release(w3Fail)
+			return
+		}
 		p.round = 0
 		startRound(p)
 	case w3Dooms, w3Doom:
@@ -30,18 +34,47 @@ func stepConfirm(s *State, sc *Scope, i int) {
 			}
 		}
 		if p.ref1 != 0 && p.round >= sc.Rounds { // too busy: never ready
-			p.issue(opDelMan, uint8(i+1))
-			p.pc = w3Retracted
+			retractV3(p, sc, i)
 			return
 		}
 		p.idx, p.allOK, p.pc = 0, false, w3Puts
-		nextUncovered(s, i)
+		nextUncovered(s, sc, i)
 	case w3Puts:
-		nextUncovered(s, i)
+		nextUncovered(s, sc, i)
+	case w3RetractRead:
+		if p.respOK && p.respBy == uint8(i+1) {
+			p.issue(opDelMan, uint8(sc.slot(i)))
+			p.pc = w3Retracted
+			return
+		}
+		p.release(w3Fail)
 	case w3Retracted:
+		p.release(w3Fail)
+	case w3Marked:
+		if p.respOK || sc.Mutant == ReadyIgnoresVoid {
+			p.ready = true
+			p.release(pcDone)
+			return
+		}
 		p.release(w3Fail)
 	case w3Fail:
 		p.pc, p.failed = pcDone, true
+	}
+}
+
+// retractV3 is a failing writer's retraction: none with state records
+// (its manifest stays unready); else a DELETE of its manifest, after a
+// GET comparing it with its own when another writer may use the slot.
+func retractV3(p *proc, sc *Scope, i int) {
+	switch {
+	case sc.Ready:
+		p.release(w3Fail)
+	case sc.shared(sc.slot(i)):
+		p.issue(opGetMan, uint8(sc.slot(i)))
+		p.pc = w3RetractRead
+	default:
+		p.issue(opDelMan, uint8(i+1))
+		p.pc = w3Retracted
 	}
 }
 
@@ -66,7 +99,7 @@ func nextDoom(p *proc) bool {
 
 // nextUncovered PUTs the next uncovered digest at its gen-0 key unless that
 // is doomed, else at a fresh variant key; after the last, the round ends.
-func nextUncovered(s *State, i int) {
+func nextUncovered(s *State, sc *Scope, i int) {
 	p := &s.p[i]
 	for d := int(p.idx); d < maxDig; d++ {
 		if p.ref1&(1<<d) == 0 {
@@ -78,6 +111,11 @@ func nextUncovered(s *State, i int) {
 		}
 		p.idx, p.allOK = uint8(d+1), true
 		p.issue(opPutBlock, uint8(k))
+		return
+	}
+	if !p.allOK && sc.Ready { // covered: the ready record decides
+		p.issue(opPutStateIfAbsent, uint8(sc.slot(i)))
+		p.pc = w3Marked
 		return
 	}
 	if !p.allOK { // nothing PUT: every digest is covered

@@ -83,16 +83,7 @@ func nextGoneLock(p *proc, next uint8) {
 }
 
 // nextManifest GETs the next listed manifest from slot idx on.
-func nextManifest(p *proc, slots uint8) bool {
-	for k := int(p.idx); k < maxSlots; k++ {
-		if slots&(1<<k) != 0 {
-			p.idx = uint8(k + 1)
-			p.issue(opGetMan, uint8(k))
-			return true
-		}
-	}
-	return false
-}
+func nextManifest(p *proc, slots uint8) bool { return nextSlot(p, slots, opGetMan) }
 
 // sweepV2 checks the lease and DELETEs the next unreferenced listed block;
 // after the last one an empty chain is dropped.

@@ -99,6 +99,11 @@ func apply(s *State, sc *Scope, m move) {
 	case mKill:
 		p.dead = true
 		s.kills--
+		if sc.role(i) == Writer && !p.ready {
+			if m := s.st.mans[sc.slot(i)]; m.exists && m.by == uint8(i+1) {
+				s.flags |= FlagKilledUnready
+			}
+		}
 	case mAbandon:
 		p.orphan, p.pend, p.allOK = p.pend, req{}, false
 		run(s, sc, i)
@@ -118,7 +123,7 @@ func run(s *State, sc *Scope, i int) {
 			panic("protomodel: a process loops without sending")
 		}
 		step(s, sc, i)
-		p.respOK, p.respVal, p.respMT = false, 0, 0 // consumed
+		p.respOK, p.respVal, p.respMT, p.respBy = false, 0, 0, 0 // consumed
 	}
 }
 
@@ -132,7 +137,8 @@ func canon(s *State) {
 		}
 		if p.dead || p.pc == pcDone {
 			*p = proc{pc: pcDone, dead: p.dead, ready: p.ready, failed: p.failed, pend: p.pend, orphan: p.orphan,
-				ref: refresher{pend: p.ref.pend}, cfgVer: p.cfgVer, doomed: p.doomed, until: p.until}
+				ref: refresher{pend: p.ref.pend}, cfgVer: p.cfgVer, doomed: p.doomed, until: p.until, gone0: p.gone0,
+				seenBy: p.seenBy}
 		}
 	}
 }

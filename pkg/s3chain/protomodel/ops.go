@@ -27,12 +27,15 @@ const (
 	opListDooms
 	opGetDoom // arg: the gc process whose record
 	opDelDoom
+	opPutStateIfAbsent // arg: slot; a writer's says ready, others' void
+	opGetState         // arg: slot
 )
 
 var opNames = [...]string{"-", "GET config", "PUT config If-None-Match", "HEAD config", "PUT config", "DELETE config",
 	"PUT own lock", "HEAD own lock", "DELETE lock", "LIST locks", "LIST blocks", "PUT block", "DELETE block",
 	"LIST manifests", "GET manifest", "PUT manifest If-None-Match", "PUT manifest", "DELETE manifest",
-	"PUT doom record", "LIST doom records", "GET doom record", "DELETE own doom record"}
+	"PUT doom record", "LIST doom records", "GET doom record", "DELETE own doom record",
+	"PUT state record If-None-Match", "GET state record"}
 
 // issue sends r from p's main thread.
 func (p *proc) issue(o op, arg uint8) { p.pend = req{o, arg} }

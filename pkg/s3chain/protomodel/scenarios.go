@@ -114,3 +114,46 @@ func V3Scopes(long bool) []Scope {
 	}
 	return out
 }
+
+// ListedScope: the lockless combined scope checking "listed ⇒ restorable"
+// (instances 1 and 2 of FORMAT.md §7.5: a kill lets a commit land late, or
+// stops a writer between commit and confirm), with or without state
+// records; long allows a second kill.
+func ListedScope(ready, long bool) Scope {
+	sc := LocklessScope(Faithful, long)
+	sc.Name, sc.Ready, sc.CheckListed = "listed", ready, true
+	if ready {
+		sc.Name += "+ready"
+	}
+	return sc
+}
+
+// ReuseScope: instance 3 of FORMAT.md §7.5: w0 fails its confirm (no
+// round may PUT: a gc that doomed its orphan block makes it give up), a
+// deleter deletes w0's id, w1 reuses it; lockless.
+func ReuseScope(ready bool) Scope {
+	sc := Scope{Name: "id-reuse", Protocol: V3, Writers: []WriterSpec{{Digests: 1}, {Digests: 2, Slot: 1}},
+		GCs: 1, Deleter: true, DeleteSlot: 1, Atomic: true, Config: true, Orphans: 1, TTL: 4, Tries: 1,
+		Rounds: 0, NoLocks: true, Ready: ready, CheckListed: true}
+	if ready {
+		sc.Name += "+ready"
+	}
+	return sc
+}
+
+// ReadyScopes are the scopes the protocol with state records must survive:
+// the listed one (the lockless combined scope), id reuse and the combined
+// one with locks; long adds every other v3 scope (each with state records
+// and the listed invariant on).
+func ReadyScopes(long bool) []Scope {
+	out := []Scope{ListedScope(true, long), ReuseScope(true)}
+	for _, sc := range V3Scopes(false) {
+		if sc.NoLocks || !(sc.Name == "combined" || long) {
+			continue // lockless: ListedScope
+		}
+		sc.Name += "+ready"
+		sc.Ready, sc.CheckListed = true, true
+		out = append(out, sc)
+	}
+	return out
+}

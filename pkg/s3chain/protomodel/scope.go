@@ -16,6 +16,9 @@ const (
 type WriterSpec struct {
 	Digests uint8 // bit d: digest d
 	Parent  bool
+	// Slot is the manifest slot (backup id) it commits to: 0 its own (1+w);
+	// another writer's slot is that writer's explicit id reused.
+	Slot uint8
 }
 
 // Scope bounds one model: processes, initial store and adversary.
@@ -39,7 +42,41 @@ type Scope struct {
 	Refresh  uint8 // refreshes a lease may make (0: it only runs out)
 	NoLocks  bool  // v3 without any lock: gcs and writers never wait for each other
 	Mutant   Mutant
+	// Ready (v3 only): state records (FORMAT.md §7.5). A manifest is listed
+	// once its ready record names it; writers never retract, gcs void the
+	// unready manifests they read (MinAge 0: the worst case) and delete the
+	// dead ones, the deleter voids before its DELETE.
+	Ready bool
+	// CheckListed adds the invariant "every listed backup restores" (a
+	// listing shows every manifest without Ready, the ready ones with it).
+	CheckListed bool
+	// DeleteSlot is the slot the deleter deletes (0: the initial backup). A
+	// deleter with Ready or another slot sends its requests one by one (a
+	// HEAD, with Ready a void record, the DELETE), each may land late.
+	DeleteSlot uint8
 }
+
+// slot is the manifest slot writer i commits to.
+func (sc *Scope) slot(i int) int {
+	if s := sc.Writers[i].Slot; s != 0 {
+		return int(s)
+	}
+	return i + 1
+}
+
+// shared tells whether two writers commit to slot (an id reused).
+func (sc *Scope) shared(slot int) bool {
+	n := 0
+	for i := range sc.Writers {
+		if sc.slot(i) == slot {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// stepwiseDeleter tells whether the deleter sends its requests one by one.
+func (sc *Scope) stepwiseDeleter() bool { return sc.Ready || sc.DeleteSlot != 0 }
 
 // Mutant is a deliberate break of the v3 protocol, to show that the
 // checker would notice one.
@@ -51,12 +88,15 @@ const (
 	NoSecondRead          // the gc deletes C without reading the manifests again
 	IgnoreDooms           // the writer's confirm ignores doom records
 	UndoomAfterErr        // the gc removes its doom record although a DELETE went unanswered
+	// Mutants of state records (Scope.Ready):
+	ReadyIgnoresVoid  // the writer reports ready although a void record decided its id
+	DeleteWithoutVoid // a delete sends its DELETE without making sure the id has a record
 )
 
 // String names the scope for logs.
 func (sc *Scope) String() string {
-	return fmt.Sprintf("%s v%d writers=%d gcs=%d deleter=%v atomic=%v locks=%v ttl=%d time=%d steps=%d kills=%d refreshes=%d mutant=%d",
-		sc.Name, sc.Protocol, len(sc.Writers), sc.GCs, sc.Deleter, sc.Atomic, !sc.NoLocks, sc.TTL, sc.MaxTime, sc.Steps, sc.Kills, sc.Refresh, sc.Mutant)
+	return fmt.Sprintf("%s v%d writers=%d gcs=%d deleter=%v atomic=%v locks=%v ttl=%d time=%d steps=%d kills=%d refreshes=%d mutant=%d ready=%v listed=%v",
+		sc.Name, sc.Protocol, len(sc.Writers), sc.GCs, sc.Deleter, sc.Atomic, !sc.NoLocks, sc.TTL, sc.MaxTime, sc.Steps, sc.Kills, sc.Refresh, sc.Mutant, sc.Ready, sc.CheckListed)
 }
 
 // validity is how long after a refresh starts its holder relies on it.
@@ -101,6 +141,9 @@ func (sc *Scope) initial() State {
 	}
 	if sc.Initial != 0 {
 		s.st.mans[0] = manifest{exists: true, digs: sc.Initial, cfgVer: s.st.cfg}
+		if sc.Ready {
+			s.st.recs[0] = record{state: recReady, by: 0}
+		}
 	}
 	for d := range maxDig {
 		if (sc.Initial|sc.Orphans)&(1<<d) != 0 {

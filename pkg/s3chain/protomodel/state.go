@@ -68,6 +68,14 @@ type proc struct {
 	dooms    uint8  // v3 writer: doom records listed (by gc process)
 	gone     uint8  // v2 gc: abandoned locks to delete (by process)
 	deleted  uint8  // v2 gc: block deletes issued
+	// State records (Scope.Ready):
+	respBy   uint8  // last answer: the writer of the manifest read (GET manifest)
+	gone0    bool   // a writer's ready backup was deleted by a delete meant for it
+	seenDigs uint16 // gc: digests of each slot's manifest read (3 bits a slot)
+	seenBy   uint8  // gc: its writer (2 bits a slot); deleter: the one it means
+	readSet  uint8  // gc: slots whose manifest it read
+	deadSet  uint8  // gc: slots it found dead
+	pendSet  uint8  // gc: slots it found unready (to void)
 }
 
 // manifest is one stored manifest.
@@ -75,7 +83,22 @@ type manifest struct {
 	exists bool
 	digs   uint8 // digests it lists
 	cfgVer uint8 // config it was signed with
+	by     uint8 // its writer: 1+w; 0 the initial backup
 }
+
+// record is the state record of one slot (FORMAT.md §7.5): created once
+// with PutIfAbsent, never changed or deleted.
+type record struct {
+	state uint8 // recNone, recReady or recVoid
+	by    uint8 // recReady: the writer of the manifest it names
+}
+
+// States of a record.
+const (
+	recNone uint8 = iota
+	recReady
+	recVoid
+)
 
 // lock is one stored lock object pending/E/KIND-TOKEN.json.
 type lock struct {
@@ -95,6 +118,7 @@ type storeState struct {
 	nextCfg uint8
 	blocks  uint32 // existing block keys
 	mans    [maxSlots]manifest
+	recs    [maxSlots]record
 	locks   [maxProcs]lock
 	dooms   [maxProcs]doom
 }
@@ -102,11 +126,15 @@ type storeState struct {
 // Flags record notable events of a schedule, so that a test can ask for a
 // counterexample of one particular defect.
 const (
-	FlagResurrect      uint8 = 1 << iota // a refresher's Put recreated a deleted lock
-	FlagLateDelete                       // a gc DELETE landed after its lease expired
-	FlagClockStep                        // the store's clock stepped forward
-	FlagConfigReplaced                   // a config was overwritten by another
-	FlagConfigDeleted                    // a config was deleted
+	FlagResurrect      uint16 = 1 << iota // a refresher's Put recreated a deleted lock
+	FlagLateDelete                        // a gc DELETE landed after its lease expired
+	FlagClockStep                         // the store's clock stepped forward
+	FlagConfigReplaced                    // a config was overwritten by another
+	FlagConfigDeleted                     // a config was deleted
+	FlagLateCommit                        // a manifest's create landed after its writer died
+	FlagKilledUnready                     // a writer died with its manifest created, not ready
+	FlagWrongDelete                       // a manifest DELETE removed another manifest than its sender meant
+	FlagWrongRetract                      // ... and its sender was a writer retracting its own
 )
 
 // State is one state of the model: a comparable value.
@@ -115,7 +143,7 @@ type State struct {
 	offset   int8 // the store's clock is real+offset
 	steps    int8 // clock steps left
 	kills    int8 // kills left
-	flags    uint8
+	flags    uint16
 	deleted0 bool // the delete of the initial backup was issued
 	st       storeState
 	p        [maxProcs]proc

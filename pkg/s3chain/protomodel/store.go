@@ -81,14 +81,22 @@ func landData(s *State, sc *Scope, i int, r req, answer bool) {
 	case opGetMan:
 		if answer {
 			m := st.mans[r.arg]
-			p.respOK, p.respVal = m.exists, m.digs
+			p.respOK, p.respVal, p.respBy = m.exists, m.digs, m.by
 		}
 	case opPutManIfAbsent, opPutMan:
 		if r.op == opPutMan || !st.mans[r.arg].exists {
-			st.mans[r.arg] = manifest{exists: true, digs: sc.Writers[i].Digests, cfgVer: p.cfgVer}
+			st.mans[r.arg] = manifest{exists: true, digs: sc.Writers[i].Digests, cfgVer: p.cfgVer, by: uint8(i + 1)}
+			if !answer {
+				s.flags |= FlagLateCommit
+			}
+		}
+		if answer {
+			p.respOK = st.mans[r.arg].by == uint8(i+1)
 		}
 	case opDelMan:
-		st.mans[r.arg] = manifest{}
+		delManifest(s, sc, i, int(r.arg))
+	case opPutStateIfAbsent, opGetState:
+		landState(s, sc, i, r, answer)
 	case opPutDoom:
 		st.dooms[i] = doom{exists: true, keys: p.doomed}
 	case opListDooms:
@@ -135,3 +143,58 @@ func listLocks(s *State, sc *Scope, i int) {
 		}
 	}
 }
+
+// delManifest applies process i's DELETE of slot's manifest, flagging one
+// that removes another manifest than the one its sender meant: a writer
+// its own, a gc the one it found dead, a deleter the one it read first. A
+// deleter's DELETE of the backup it meant ends what it was owed.
+func delManifest(s *State, sc *Scope, i, slot int) {
+	m := &s.st.mans[slot]
+	meant := uint8(i + 1)
+	switch sc.role(i) {
+	case GC:
+		meant = slotBy(s.p[i].seenBy, slot)
+	case Deleter:
+		meant = s.p[i].seenBy
+	}
+	if m.exists && m.by != meant {
+		s.flags |= FlagWrongDelete
+		if sc.role(i) == Writer {
+			s.flags |= FlagWrongRetract
+		}
+	}
+	if m.exists && m.by == meant && sc.role(i) == Deleter && m.by > 0 {
+		s.p[m.by-1].gone0 = true
+	}
+	*m = manifest{}
+}
+
+// landState applies a state record's create or read (FORMAT.md §7.5). A
+// writer's create says ready for its own manifest, anyone else's void; the
+// answer is whether the record decides as the creator needs: the writer's
+// backup ready, the gc's manifest dead.
+func landState(s *State, sc *Scope, i int, r req, answer bool) {
+	p, rec := &s.p[i], &s.st.recs[r.arg]
+	if r.op == opPutStateIfAbsent && rec.state == recNone {
+		*rec = record{state: recVoid}
+		if sc.role(i) == Writer {
+			*rec = record{state: recReady, by: uint8(i + 1)}
+		}
+	}
+	if !answer {
+		return
+	}
+	switch {
+	case r.op == opGetState:
+		p.respVal, p.respBy = rec.state, rec.by
+	case sc.role(i) == Writer:
+		p.respOK = *rec == record{state: recReady, by: uint8(i + 1)}
+	default:
+		p.respOK = !(rec.state == recReady && rec.by == slotBy(p.seenBy, int(r.arg)))
+	}
+}
+
+// slotBy and slotDigs read a gc's per-slot notes of the manifests it read.
+func slotBy(seen uint8, slot int) uint8 { return seen >> (2 * slot) & 3 }
+
+func slotDigs(seen uint16, slot int) uint8 { return uint8(seen>>(3*slot)) & 7 }

@@ -104,10 +104,12 @@ func events(b, a *State) string {
 	raised := a.flags &^ b.flags
 	var out []string
 	for _, f := range []struct {
-		bit  uint8
+		bit  uint16
 		name string
 	}{{FlagResurrect, "RECREATES a deleted lock"}, {FlagLateDelete, "after the gc's lease expired"},
-		{FlagConfigReplaced, "REPLACES the config"}, {FlagConfigDeleted, "DELETES the config"}} {
+		{FlagConfigReplaced, "REPLACES the config"}, {FlagConfigDeleted, "DELETES the config"},
+		{FlagLateCommit, "CREATES the manifest of a writer that is gone"},
+		{FlagWrongDelete, "DELETES another manifest than the one meant"}} {
 		if raised&f.bit != 0 {
 			out = append(out, f.name)
 		}
@@ -138,7 +140,7 @@ func reqName(sc *Scope, r req) string {
 		return fmt.Sprintf("%s of %s", name, procName(sc, int(r.arg)))
 	case opPutBlock, opDelBlock:
 		return fmt.Sprintf("%s %s", name, keyName(int(r.arg)))
-	case opGetMan, opPutMan, opPutManIfAbsent, opDelMan:
+	case opGetMan, opPutMan, opPutManIfAbsent, opDelMan, opPutStateIfAbsent, opGetState:
 		return fmt.Sprintf("%s %s", name, strings.TrimPrefix(slotName(int(r.arg)), "of "))
 	case opGetDoom:
 		return fmt.Sprintf("%s of %s", name, procName(sc, int(r.arg)))

@@ -31,7 +31,7 @@ func logResult(t *testing.T, r Result) {
 // block; its lock ages past the TTL, a writer judges it stale, stores the
 // same digest, commits and is ready; then the DELETE lands.
 func TestV2GCDeleteAfterLeaseCheck(t *testing.T) {
-	mustFind(t, LateDeleteScope(V2, long), func(kind string, f uint8) bool {
+	mustFind(t, LateDeleteScope(V2, long), func(kind string, f uint16) bool {
 		return kind == LostBlock && f&(FlagClockStep|FlagResurrect) == 0
 	})
 }
@@ -39,7 +39,7 @@ func TestV2GCDeleteAfterLeaseCheck(t *testing.T) {
 // (a) The same window in dropEmptyChain: the config's DELETE lands after a
 // backup opened it and became ready.
 func TestV2DropEmptyChainAfterLeaseCheck(t *testing.T) {
-	mustFind(t, DropConfigScope(V2, long), func(kind string, f uint8) bool {
+	mustFind(t, DropConfigScope(V2, long), func(kind string, f uint16) bool {
 		return kind == LostConfig && f&FlagConfigDeleted != 0 && f&FlagClockStep == 0
 	})
 }
@@ -49,7 +49,7 @@ func TestV2DropEmptyChainAfterLeaseCheck(t *testing.T) {
 // post-commit check passes while the gc freed its blocks. Every gc DELETE
 // lands within the gc's lease: the lease logic alone lets it happen.
 func TestV2RefresherResurrectsLock(t *testing.T) {
-	mustFind(t, ClockStepScope(V2, 0, long), func(kind string, f uint8) bool {
+	mustFind(t, ClockStepScope(V2, 0, long), func(kind string, f uint16) bool {
 		return kind == LostBlock && f&FlagResurrect != 0 && f&FlagLateDelete == 0
 	})
 }
@@ -58,7 +58,7 @@ func TestV2RefresherResurrectsLock(t *testing.T) {
 // dead to a writer; the gc, whose lease still holds by its own clock,
 // deletes an orphan digest the writer stored again.
 func TestV2ClockStepHidesGCLock(t *testing.T) {
-	mustFind(t, ClockStepScope(V2, 1, long), func(kind string, f uint8) bool {
+	mustFind(t, ClockStepScope(V2, 1, long), func(kind string, f uint16) bool {
 		return kind == LostBlock && f&FlagClockStep != 0 && f&(FlagResurrect|FlagLateDelete) == 0
 	})
 }
@@ -66,7 +66,7 @@ func TestV2ClockStepHidesGCLock(t *testing.T) {
 // (d) A store without If-None-Match: two writers create the config at
 // once; one signs a ready backup with a config the other then replaces.
 func TestV2NoIfNoneMatchReplacesConfig(t *testing.T) {
-	mustFind(t, NoIfNoneMatchScope(V2, long), func(kind string, f uint8) bool {
+	mustFind(t, NoIfNoneMatchScope(V2, long), func(kind string, f uint16) bool {
 		return kind == LostConfig && f&FlagConfigReplaced != 0
 	})
 }

@@ -7,8 +7,12 @@ import (
 
 // TestV3Safe explores every schedule of every v3 scope and fails, with the
 // trace, on any state where a backup reported ready would not restore.
-func TestV3Safe(t *testing.T) {
-	for _, sc := range V3Scopes(long) {
+func TestV3Safe(t *testing.T) { mustBeSafe(t, V3Scopes(long)) }
+
+// mustBeSafe explores every schedule of each scope, each a subtest, and
+// fails on a violation (with its trace) or a search that hit the limit.
+func mustBeSafe(t *testing.T, scopes []Scope) {
+	for _, sc := range scopes {
 		t.Run(sc.Name, func(t *testing.T) {
 			r := Check(sc, nil, 0)
 			logResult(t, r)

@@ -2,21 +2,23 @@ package protomodel
 
 // Writer pcs of protocol v3 (protocol-v3.md, "Writer").
 const (
-	w3Opened    = pcRole + iota // GET config answered
-	w3Created                   // PUT config If-None-Match answered
-	w3Reread                    // GET config answered
-	w3Held                      // writer lease held (progress only)
-	w3Locks                     // LIST locks answered
-	w3Retry                     // released after finding a live gc lock
-	w3Parent                    // GET parent manifest answered
-	w3Blocks                    // uploading blocks at gen-0 keys
-	w3Committed                 // manifest created: confirm round starts
-	w3Dooms                     // LIST doom records answered
-	w3Doom                      // GET doom record answered
-	w3Keys                      // LIST block keys answered
-	w3Puts                      // PUTting uncovered digests
-	w3Retracted                 // DELETE own manifest answered
-	w3Fail                      // released: give up
+	w3Opened      = pcRole + iota // GET config answered
+	w3Created                     // PUT config If-None-Match answered
+	w3Reread                      // GET config answered
+	w3Held                        // writer lease held (progress only)
+	w3Locks                       // LIST locks answered
+	w3Retry                       // released after finding a live gc lock
+	w3Parent                      // GET parent manifest answered
+	w3Blocks                      // uploading blocks at gen-0 keys
+	w3Committed                   // manifest created: confirm round starts
+	w3Dooms                       // LIST doom records answered
+	w3Doom                        // GET doom record answered
+	w3Keys                        // LIST block keys answered
+	w3Puts                        // PUTting uncovered digests
+	w3Retracted                   // DELETE own manifest answered
+	w3Fail                        // released: give up
+	w3Marked                      // ready record PutIfAbsent answered (Scope.Ready)
+	w3RetractRead                 // GET own manifest answered (a retract of a shared slot)
 )
 
 // stepWriterV3 is one step of a v3 backup.
@@ -95,6 +97,6 @@ func nextBlockV3(s *State, sc *Scope, i int) {
 		p.release(w3Fail)
 		return
 	}
-	p.issue(opPutManIfAbsent, uint8(i+1))
+	p.issue(opPutManIfAbsent, uint8(sc.slot(i)))
 	p.pc = w3Committed
 }

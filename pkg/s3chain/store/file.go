@@ -11,19 +11,20 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // fileStore keeps each object as a regular file under root: key "a/b/c" is
 // the file root/a/b/c. It is the embedded default target for one machine.
 //
-// A Put writes a temporary file next to the target, fsyncs it, renames it
-// over the target and fsyncs the directory, so a crash leaves the old or
-// the new object, never a torn one (rename(2) is atomic within a
-// filesystem). PutIfAbsent does the same with link(2), which fails with
-// EEXIST rather than replace, and then removes the temporary name.
-// Temporary names contain '~', outside the key alphabet, so List never
-// reports them; those of killed writers stay until SweepTemps (gc of the
-// whole target) removes them. Because objects are files and prefixes are
+// A Put is durable.WriteFile (a temporary file next to the target,
+// fsynced, renamed over it, the directory fsynced), so a crash leaves the
+// old or the new object, never a torn one; PutIfAbsent is
+// durable.CreateFile, with link(2), which fails with EEXIST rather than
+// replace. Temporary names (durable.TempPattern) contain '~', outside the
+// key alphabet, so List never reports them; those of killed writers stay
+// until SweepTemps (gc of the whole target) removes them. Because objects are files and prefixes are
 // directories, a key cannot also be the parent of other keys ("a" and
 // "a/b"): such a Put fails with ErrInvalidKey; the chain format never
 // needs it. Delete prunes directories it
@@ -50,73 +51,57 @@ func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.root
 func (s *fileStore) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
 
 func (s *fileStore) Put(ctx context.Context, key string, data []byte) error {
-	return s.write(ctx, "put", key, data, os.Rename)
+	return s.write(ctx, "put", key, func(p string) error { return durable.WriteFile(p, data, 0o644) })
 }
 
-// PutIfAbsent links a fully written temporary file to the key: link(2),
-// unlike rename(2), fails with EEXIST instead of replacing, so of racing
-// writers exactly one wins, and readers never see a partial object.
-// A filesystem without hard links answers ErrNotAtomic.
+// PutIfAbsent creates the object with durable.CreateFile: link(2), unlike
+// rename(2), fails with EEXIST instead of replacing, so of racing writers
+// exactly one wins, and readers never see a partial object. A filesystem
+// without hard links answers ErrNotAtomic.
 func (s *fileStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	err := s.write(ctx, "put-if-absent", key, data, linkNew)
+	err := s.write(ctx, "put-if-absent", key, func(p string) error {
+		err := durable.CreateFile(p, data, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			if fi, serr := os.Lstat(p); serr == nil && fi.Mode().IsRegular() {
+				return errObjectExists
+			}
+		}
+		return err
+	})
 	switch {
-	case errors.Is(err, errLinkExists):
+	case errors.Is(err, errObjectExists):
 		return fmt.Errorf("file put-if-absent %q: %w", key, ErrObjectExists)
-	case errors.Is(err, errNoLinks):
+	case errors.Is(err, durable.ErrNoHardLinks):
 		return fmt.Errorf("file put-if-absent %q: %w: %w", key, ErrNotAtomic, err)
 	}
 	return err
 }
 
-var (
-	// errLinkExists: linkNew found an object (a regular file) at the name.
-	errLinkExists = errors.New("link target exists")
-	// errNoLinks: the filesystem refuses hard links (link(2) EPERM "the
-	// filesystem does not support the creation of hard links", ENOTSUP).
-	errNoLinks = errors.New("this filesystem has no hard links")
-)
+// errObjectExists: CreateFile found an object (a regular file) at the
+// name; EEXIST on a directory stays EEXIST (the key is a prefix of other
+// keys).
+var errObjectExists = errors.New("object exists")
 
-// linkNew hard-links the finished temporary file tmp to p and removes tmp.
-// EEXIST on a regular file is errLinkExists; on a directory it stays
-// EEXIST (the key is a prefix of other keys).
-func linkNew(tmp, p string) error {
-	err := os.Link(tmp, p)
-	os.Remove(tmp)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		if fi, serr := os.Lstat(p); serr == nil && fi.Mode().IsRegular() {
-			return errLinkExists
-		}
-	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP):
-		return fmt.Errorf("%w: %w", errNoLinks, err)
-	}
-	return err
-}
-
-// write stores data under key through a temporary file that commit moves
-// to its final path (rename for Put, link for PutIfAbsent).
-func (s *fileStore) write(ctx context.Context, op, key string, data []byte, commit func(tmp, p string) error) error {
+// write stores an object under key with commit, which writes the file at
+// its path durably (durable.WriteFile for Put, CreateFile for
+// PutIfAbsent), after creating the missing parents durably.
+func (s *fileStore) write(ctx context.Context, op, key string, commit func(p string) error) error {
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
 	p := s.path(key)
 	// A concurrent Delete may prune the parent directory between MkdirAll and
-	// CreateTemp; creating it again is then the right answer.
+	// the temporary file; creating it again is then the right answer.
 	var err error
 	for range 3 {
-		var created bool
-		if created, err = s.mkdirs(filepath.Dir(p)); err != nil {
+		if err = durable.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = commit(p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		if err = writeFileAtomic(p, data, commit); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err == nil && created {
-			err = s.syncParents(filepath.Dir(p))
-		}
-		break
 	}
-	if errors.Is(err, errLinkExists) || errors.Is(err, errNoLinks) {
+	if errors.Is(err, errObjectExists) || errors.Is(err, durable.ErrNoHardLinks) {
 		return err
 	}
 	// ENOTDIR: a parent is an object. EISDIR, EEXIST, ENOTEMPTY: rename(2)
@@ -130,71 +115,6 @@ func (s *fileStore) write(ctx context.Context, op, key string, data []byte, comm
 		return fmt.Errorf("file %s %q: %w", op, key, err)
 	}
 	return nil
-}
-
-// mkdirs creates dir and its missing parents and reports whether it had to.
-func (s *fileStore) mkdirs(dir string) (created bool, err error) {
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		return false, nil
-	}
-	return true, os.MkdirAll(dir, 0o755)
-}
-
-// syncParents fsyncs the parents of dir up to the root, so that the
-// entries of directories Put created survive a crash along with the
-// object in them.
-func (s *fileStore) syncParents(dir string) error {
-	for d := filepath.Dir(dir); strings.HasPrefix(d, s.root); d = filepath.Dir(d) {
-		if err := syncDir(d); err != nil {
-			return err
-		}
-		if d == s.root {
-			break
-		}
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to a temporary file in p's directory, fsyncs
-// it, commits it to p (rename or link) and fsyncs the directory so the
-// commit is durable.
-func writeFileAtomic(p string, data []byte, commit func(tmp, p string) error) (err error) {
-	dir := filepath.Dir(p)
-	f, err := createTemp(p)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = commit(f.Name(), p); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (s *fileStore) Get(ctx context.Context, key string) ([]byte, error) {

@@ -9,32 +9,24 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
-// tempMark separates a temporary file's name from the random digits
-// os.CreateTemp appends: `KEY~tmpNNN`. '~' is outside the key alphabet, so
-// no object is ever named like that.
-const tempMark = "~tmp"
-
-// createTemp creates the temporary file a write of p goes through, in p's
-// directory, so that rename(2) and link(2) to p stay within one filesystem.
-func createTemp(p string) (*os.File, error) {
-	return os.CreateTemp(filepath.Dir(p), filepath.Base(p)+tempMark+"*")
-}
-
-// isTempName reports whether a file name is one createTemp makes: a valid
-// key segment, tempMark and the decimal digits os.CreateTemp draws.
+// isTempName reports whether a file name is that of the temporary file of
+// a write of an object: durable's `.KEY~tmpNNN` (durable.TempOf), or
+// `KEY~tmpNNN` as the store wrote before it, KEY a valid key segment.
+// '~' is outside the key alphabet, so no object is ever named like that.
 func isTempName(name string) bool {
-	i := strings.LastIndex(name, tempMark)
-	if i <= 0 || ValidateKey(name[:i]) != nil {
-		return false
+	base, ok := durable.TempOf(name)
+	if !ok {
+		base, ok = durable.TempOf("." + name)
 	}
-	digits := name[i+len(tempMark):]
-	return digits != "" && strings.Trim(digits, "0123456789") == ""
+	return ok && ValidateKey(base) == nil
 }
 
 // SweepTemps removes the temporary files of writers that died between
-// createTemp and their rename or link (killed, or the node lost power):
+// their temporary file and its rename or link (killed, or the node lost power):
 // nothing else ever removes them. The grace olderThan keeps the files of
 // writes in progress, which take seconds. Should it remove the file of a
 // live writer paused for longer (SIGSTOP, a frozen VM), that writer's

@@ -17,7 +17,7 @@ import (
 
 // targetHelp says what a valid target URL looks like; every ErrBadTarget
 // from URL parsing ends with it.
-const targetHelp = "want file:///ABSOLUTE/DIR or s3://BUCKET[/PREFIX][?endpoint=HOST:PORT][&region=REGION][&insecure=true][&ca=/ABS/CA.pem][&style=path|virtual|auto][&imds=true]"
+const targetHelp = "want file:///ABSOLUTE/DIR or s3://BUCKET[/PREFIX][?endpoint=HOST:PORT][&region=REGION][&insecure=true][&ca=/ABS/CA.pem][&style=path|virtual|auto][&imds=true][&lock=governance|compliance&retain=30d]"
 
 // defaultS3Endpoint is used when an s3:// URL names no endpoint.
 const defaultS3Endpoint = "s3.amazonaws.com"
@@ -41,13 +41,46 @@ const defaultS3Endpoint = "s3.amazonaws.com"
 //     says, insecure=true selects plain HTTP instead of HTTPS, ca names a
 //     PEM bundle of CAs trusted besides the system's (a private CA). The
 //     store is wrapped in NewRetryStore(DefaultRetryPolicy), and Open
-//     checks that the bucket exists before returning.
+//     checks that the bucket exists before returning. lock=MODE with
+//     retain=PERIOD (ParseRetainPeriod) asks that every object a backup
+//     keeps carry S3 Object Lock retention in MODE (governance or
+//     compliance) until the backup's start + PERIOD (Locker.LockPolicy;
+//     FORMAT.md §7.4); the bucket is checked for Object Lock at the first
+//     backup, not here.
 //
 // Credentials never appear in the URL (user:pass@ is refused), in String()
 // or in errors. Errors: ErrBadTarget (malformed URL, unknown scheme or
 // parameter, missing directory or bucket), ErrAccessDenied (creds refused
 // by the bucket check), ErrTransient (server unreachable after retries).
 func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if t.s3 == nil {
+		return newFileStore(t.dir)
+	}
+	return openS3(ctx, *t.s3, creds)
+}
+
+// CheckURL reports whether rawURL is a target URL Open accepts, without
+// opening it: no I/O, so a directory that does not exist yet or a bucket
+// out of reach passes. The driver and chainvolctl call it at start so that
+// a malformed -backup-target stops them there, not at the first backup.
+// Errors: ErrBadTarget, as Open's (they never repeat the URL).
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+// targetURL is a parsed target URL: a directory, or an S3 target.
+type targetURL struct {
+	dir string
+	s3  *s3Target
+}
+
+// parseURL checks rawURL's syntax for Open and CheckURL.
+func parseURL(rawURL string) (targetURL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// *url.Error repeats the whole URL, which might hold a secret.
@@ -55,29 +88,23 @@ func Open(ctx context.Context, rawURL string, creds Credentials) (Store, error) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: cannot parse URL: %v; %s", ErrBadTarget, err, targetHelp)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: credentials do not belong in the URL, pass them separately; %s", ErrBadTarget, targetHelp)
 	}
 	if u.Opaque != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
+		return targetURL{}, fmt.Errorf("%w: %s URL must be of the form %s//...; %s", ErrBadTarget, u.Scheme, u.Scheme, targetHelp)
 	}
 	switch u.Scheme {
 	case "file":
 		dir, err := parseFileURL(u)
-		if err != nil {
-			return nil, err
-		}
-		return newFileStore(dir)
+		return targetURL{dir: dir}, err
 	case "s3":
 		t, err := parseS3URL(u)
-		if err != nil {
-			return nil, err
-		}
-		return openS3(ctx, t, creds)
+		return targetURL{s3: &t}, err
 	}
-	return nil, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
+	return targetURL{}, fmt.Errorf("%w: unknown scheme %q; %s", ErrBadTarget, u.Scheme, targetHelp)
 }
 
 func parseFileURL(u *url.URL) (string, error) {
@@ -107,6 +134,7 @@ type s3Target struct {
 	caFile                           string // PEM bundle of extra trusted CAs, "" for none
 	style                            string // bucket lookup: "path" (default), "virtual" or "auto"
 	imds                             bool   // ask the EC2 instance metadata service for a role's keys
+	lock                             LockPolicy
 }
 
 // String renders the canonical URL; it holds no secret.
@@ -130,6 +158,10 @@ func (t s3Target) String() string {
 	}
 	if t.imds {
 		q.Set("imds", "true")
+	}
+	if t.lock.Enabled() {
+		q.Set("lock", strings.ToLower(string(t.lock.Mode)))
+		q.Set("retain", t.lock.Period.String())
 	}
 	return s + "?" + q.Encode()
 }
@@ -186,6 +218,14 @@ func parseS3URL(u *url.URL) (s3Target, error) {
 				return bad(fmt.Sprintf("style=%q must be path, virtual or auto", v))
 			}
 			t.style = v
+		case "lock":
+			if t.lock.Mode, err = parseLockMode(v); err != nil {
+				return bad(err.Error())
+			}
+		case "retain":
+			if t.lock.Period, err = ParseRetainPeriod(v); err != nil {
+				return bad(err.Error())
+			}
 		default:
 			// Only the name: an unknown parameter could be a misplaced secret.
 			return bad(fmt.Sprintf("unknown parameter %q", name))
@@ -193,6 +233,9 @@ func parseS3URL(u *url.URL) (s3Target, error) {
 	}
 	if t.insecure && t.caFile != "" {
 		return bad("ca= applies to HTTPS; it cannot go with insecure=true")
+	}
+	if (t.lock.Mode == "") != (t.lock.Period == 0) {
+		return bad("lock= and retain= go together (e.g. lock=compliance&retain=30d)")
 	}
 	return t, nil
 }
@@ -239,7 +282,7 @@ func newS3Store(t s3Target, creds Credentials) (*s3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadTarget, t, err)
 	}
-	return &s3Store{client: client, bucket: t.bucket, prefix: t.prefix, url: t.String()}, nil
+	return &s3Store{client: client, bucket: t.bucket, prefix: t.prefix, url: t.String(), lock: t.lock}, nil
 }
 
 // checkS3 wraps s3 in the retry layer and checks the bucket and

@@ -39,6 +39,11 @@ func TestOpenStoreBadURLs(t *testing.T) {
 		"s3://bucket?secret=hunter2",
 		"s3://AKIA:hunter2@bucket?endpoint=host:9000",
 		"s3://bucket\x7f",
+		"s3://bucket?lock=governance",             // no retain=
+		"s3://bucket?retain=30d",                  // no lock=
+		"s3://bucket?lock=strict&retain=30d",      // no such mode
+		"s3://bucket?lock=compliance&retain=-1d",  // not positive
+		"s3://bucket?lock=compliance&retain=soon", // no period
 	} {
 		t.Run(fmt.Sprintf("%q", raw), func(t *testing.T) {
 			s, err := store.Open(context.Background(), raw, store.Credentials{})

@@ -25,6 +25,7 @@ type s3Store struct {
 	prefix string // "" or ends in "/"
 	url    string // the target URL without credentials, for String
 	cond   condProbe
+	lock   LockPolicy // lock= and retain= of the URL
 
 	// ignoreIfNoneMatch, for tests only, sends conditional PUTs without
 	// their If-None-Match header, as a server that ignores it behaves.
@@ -39,7 +40,7 @@ func (s *s3Store) Put(ctx context.Context, key string, data []byte) error {
 	}
 	// PutObject is atomic in S3: a reader sees the old or the new object.
 	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)),
-		minio.PutObjectOptions{ContentType: "application/octet-stream"})
+		putOptions(ctx))
 	return translateError("put", key, err)
 }
 
@@ -94,7 +95,8 @@ func (s *s3Store) PutIfAbsent(ctx context.Context, key string, data []byte) erro
 	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
-	if err := s.cond.check(ctx, s.putIfNoneMatch, s.deleteObject); err != nil {
+	// The probe object carries no retention, so that it can be deleted.
+	if err := s.cond.check(WithRetention(ctx, Retention{}), s.putIfNoneMatch, s.deleteObject); err != nil {
 		return fmt.Errorf("s3 put-if-absent %q: %w", key, err)
 	}
 	return s.putIfNoneMatch(ctx, key, data)
@@ -103,7 +105,7 @@ func (s *s3Store) PutIfAbsent(ctx context.Context, key string, data []byte) erro
 // putIfNoneMatch is one conditional PutObject of key (under the prefix;
 // not validated, so that the probe may use a key List never shows).
 func (s *s3Store) putIfNoneMatch(ctx context.Context, key string, data []byte) error {
-	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	opts := putOptions(ctx)
 	if !s.ignoreIfNoneMatch {
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}

@@ -17,6 +17,7 @@ import (
 //	AccessDenied, InvalidAccessKeyId,
 //	SignatureDoesNotMatch, 403             -> ErrAccessDenied
 //	(and versitygw's XAdminUserNotFound)
+//	AccessDenied "...object lock..."       -> ErrObjectLocked (also ErrAccessDenied)
 //	NoSuchBucket                           -> ErrNoBucket (an ErrBadTarget)
 //	InvalidBucketName, untrusted TLS       -> ErrBadTarget
 //	HTTP answer to HTTPS (no S3 answer)    -> ErrPlainHTTP (an ErrBadTarget)
@@ -61,11 +62,18 @@ func classifyS3Error(err error) error {
 		return ErrTransient
 	}
 	switch resp.Code {
+	case "AccessDenied":
+		// A locked object's refusal is a 403 AccessDenied too; only the
+		// message tells (AWS and versitygw: "...object lock...").
+		if strings.Contains(strings.ToLower(resp.Message), "object lock") {
+			return ErrObjectLocked
+		}
+		return ErrAccessDenied
 	case "NoSuchKey":
 		return ErrObjectNotFound
 	// versitygw answers an unknown key id with 404 XAdminUserNotFound
 	// where AWS answers 403 InvalidAccessKeyId.
-	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
 		"XAdminUserNotFound":
 		return ErrAccessDenied
 	case "NoSuchBucket":

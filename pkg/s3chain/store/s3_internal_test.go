@@ -125,3 +125,17 @@ func TestTranslateConditionalErrors(t *testing.T) {
 		}
 	}
 }
+
+// A 403 AccessDenied is ErrObjectLocked (and ErrAccessDenied) only when
+// its message says the object is locked, as AWS and versitygw word it.
+func TestTranslateObjectLocked(t *testing.T) {
+	locked := translateError("delete", "k", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403,
+		Message: "Access Denied because object protected by object lock."})
+	denied := translateError("delete", "k", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403, Message: "Access Denied."})
+	if !errors.Is(locked, ErrObjectLocked) || !errors.Is(locked, ErrAccessDenied) {
+		t.Errorf("locked: %v", locked)
+	}
+	if errors.Is(denied, ErrObjectLocked) || !errors.Is(denied, ErrAccessDenied) {
+		t.Errorf("denied: %v", denied)
+	}
+}

@@ -18,7 +18,7 @@ var (
 	// or the bucket does not exist.
 	ErrBadTarget = errors.New("invalid backup target")
 	// ErrNoBucket: the target's bucket does not exist (S3 NoSuchBucket);
-	// it is also ErrBadTarget. The store never creates buckets.
+	// it is also ErrBadTarget. Open never creates one; CreateTarget does.
 	ErrNoBucket = fmt.Errorf("%w: the bucket does not exist", ErrBadTarget)
 	// ErrPlainHTTP: the endpoint answered an HTTPS request in plain HTTP,
 	// so the URL lacks insecure=true; it is also ErrBadTarget.

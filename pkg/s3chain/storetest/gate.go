@@ -23,6 +23,10 @@ type Gate struct {
 	keys    []string      // the key of every call held so far, in order
 	awaited int           // how many of keys Await returned
 	arrival chan struct{} // closed (and replaced) at each arrival
+	// unlanded counts the held calls not yet run (or dropped), whoever
+	// released them: Release waits for it, so that a call another
+	// goroutine's ReleaseNext took has landed too when Release returns.
+	unlanded sync.WaitGroup
 }
 
 type heldCall struct {
@@ -88,13 +92,22 @@ func (g *Gate) ReleaseNext() bool {
 
 // Release opens the gate for good (later calls pass without waiting) and
 // lets the held calls run one at a time in arrival order, each landing
-// before the next is released; it returns once all have run.
+// before the next is released; it returns once all have run, also those
+// a concurrent ReleaseNext or Release took (a test that checks the store
+// after Release must never meet a write still on its way).
 func (g *Gate) Release() {
 	g.mu.Lock()
 	g.open = true
 	g.mu.Unlock()
 	for g.ReleaseNext() {
 	}
+	g.unlanded.Wait()
+}
+
+// landed marks h as run (or dropped).
+func (g *Gate) landed(h *heldCall) {
+	close(h.landed)
+	g.unlanded.Done()
 }
 
 // enter holds a call of key, or returns nil when the gate is open.
@@ -105,6 +118,7 @@ func (g *Gate) enter(key string) *heldCall {
 		return nil
 	}
 	h := &heldCall{release: make(chan struct{}), landed: make(chan struct{})}
+	g.unlanded.Add(1)
 	g.held = append(g.held, h)
 	g.keys = append(g.keys, key)
 	close(g.arrival)
@@ -123,7 +137,7 @@ func (g *Gate) pass(ctx context.Context, op Op, key string, write bool, run func
 		return run(ctx)
 	}
 	land := func() error {
-		defer close(h.landed)
+		defer g.landed(h)
 		if write {
 			return run(context.WithoutCancel(ctx)) // it left the client: it lands
 		}
@@ -145,7 +159,7 @@ func (g *Gate) pass(ctx context.Context, op Op, key string, write bool, run func
 			_ = land()
 			return
 		}
-		close(h.landed) // nobody waits for this read's answer any more
+		g.landed(h) // nobody waits for this read's answer any more
 	}()
 	return fmt.Errorf("storetest: held %s %q given up by its caller: %w", op, key, ctx.Err())
 }

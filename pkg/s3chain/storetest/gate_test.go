@@ -130,3 +130,36 @@ func TestGateWithError(t *testing.T) {
 		t.Fatalf("Await on an idle gate = %v, want DeadlineExceeded", err)
 	}
 }
+
+// slowPut is a Mem whose Puts take d: a write that is slow to land.
+type slowPut struct {
+	*storetest.Mem
+	d time.Duration
+}
+
+func (s *slowPut) Put(ctx context.Context, key string, data []byte) error {
+	time.Sleep(s.d)
+	return s.Mem.Put(ctx, key, data)
+}
+
+// Release returns only once every held call has landed, also one that a
+// concurrent ReleaseNext took first: the interleaving tests check the
+// store right after Release, and a write still on its way then (a late
+// manifest) was reported as left behind.
+func TestGateReleaseWaitsForEveryLanding(t *testing.T) {
+	mem := storetest.NewMem()
+	f := storetest.NewFaulty(&slowPut{Mem: mem, d: 200 * time.Millisecond})
+	g := f.Hold(storetest.OpPut, nil, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = f.Put(ctx, "k", []byte("v")) }()
+	awaitGate(t, g)
+	cancel() // its caller gives up: the write lands on its own
+	go g.ReleaseNext()
+	for g.Held() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	g.Release() // finds nothing held, and waits for the other's landing
+	if _, err := mem.Stat(context.Background(), "k"); err != nil {
+		t.Fatalf("Release returned before a held Put landed: %v", err)
+	}
+}

@@ -20,11 +20,13 @@ import (
 type Mem struct {
 	mu   sync.Mutex
 	objs map[string]memObject
+	lock memLock // Object Lock model (mem_lock.go); zero: a bucket without it
 }
 
 type memObject struct {
 	data    []byte
 	modTime time.Time
+	ret     store.Retention
 }
 
 var _ store.Store = (*Mem)(nil)
@@ -32,14 +34,20 @@ var _ store.Store = (*Mem)(nil)
 // NewMem returns an empty in-memory store.
 func NewMem() *Mem { return &Mem{objs: map[string]memObject{}} }
 
-// Put stores a copy of data under key. Errors: store.ErrInvalidKey, ctx.Err().
+// Put stores a copy of data under key, with the retention of ctx
+// (store.WithRetention). Errors: store.ErrObjectLocked (the key holds an
+// object under retention), store.ErrNoObjectLock (a retention without
+// Object Lock), store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Put(ctx context.Context, key string, data []byte) error {
 	if err := check(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	if err := m.writable(ctx, "put", key); err != nil {
+		return err
+	}
+	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now(), ret: store.RetentionOf(ctx)}
 	return nil
 }
 
@@ -79,7 +87,10 @@ func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if _, ok := m.objs[key]; ok {
 		return fmt.Errorf("mem put-if-absent %q: %w", key, store.ErrObjectExists)
 	}
-	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now()}
+	if err := m.writable(ctx, "put-if-absent", key); err != nil {
+		return err
+	}
+	m.objs[key] = memObject{data: slices.Clone(data), modTime: time.Now(), ret: store.RetentionOf(ctx)}
 	return nil
 }
 
@@ -99,13 +110,17 @@ func (m *Mem) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
 }
 
 // Delete removes key; a missing key is not an error.
-// Errors: store.ErrInvalidKey, ctx.Err().
+// Errors: store.ErrObjectLocked (under retention), store.ErrInvalidKey,
+// ctx.Err().
 func (m *Mem) Delete(ctx context.Context, key string) error {
 	if err := check(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.unlocked("delete", key); err != nil {
+		return err
+	}
 	delete(m.objs, key)
 	return nil
 }

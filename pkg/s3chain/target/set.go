@@ -35,7 +35,10 @@ type Set struct {
 
 // NewSet parses NAME=URL specs; with none, the only target is DefaultName at
 // defaultURL (the embedded default). Names must match [a-z0-9-]{1,16} and be
-// unique. fileSecrets are used where a request brings none.
+// unique; URLs must pass store.CheckURL (syntax only: a missing directory or
+// an unreachable bucket is found by Open). fileSecrets are used where a
+// request brings none. Errors name the spec or the target and say what is
+// wrong; URL errors wrap store.ErrBadTarget.
 func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error) {
 	s := &Set{file: fileSecrets}
 	if len(specs) == 0 {
@@ -47,6 +50,9 @@ func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error
 		name, url, ok := strings.Cut(spec, "=")
 		if !ok || !backupid.ValidTargetName(name) || url == "" {
 			return nil, fmt.Errorf("backup target %q must be NAME=URL with NAME of 1-16 [a-z0-9-]", spec)
+		}
+		if err := store.CheckURL(url); err != nil {
+			return nil, fmt.Errorf("backup target %q: %w", name, err)
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("backup target %q is given twice", name)
@@ -116,6 +122,31 @@ func (s *Set) Open(ctx context.Context, name string, reqSecrets map[string]strin
 		}
 	}
 	return repo, err
+}
+
+// Create makes target name's directory or bucket (store.CreateTarget) with
+// the request's secrets overlaid on the file's, and reports whether it
+// created it. Errors: ErrUnknownTarget, ErrBadSecret, those of reading the
+// credentials file, and those of store.CreateTarget, prefixed with the
+// target's name.
+func (s *Set) Create(ctx context.Context, name string, reqSecrets map[string]string) (bool, error) {
+	t, err := s.Lookup(name)
+	if err != nil {
+		return false, err
+	}
+	file, err := s.fileSecrets(false)
+	if err != nil {
+		return false, err
+	}
+	creds, err := file.merge(SecretsFromMap(reqSecrets)).Credentials()
+	if err != nil {
+		return false, err
+	}
+	created, err := store.CreateTarget(ctx, t.URL, creds)
+	if err != nil {
+		return false, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	return created, nil
 }
 
 // fileSecrets returns the credentials file's secrets (read again if it

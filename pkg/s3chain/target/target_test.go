@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 func TestParseRef(t *testing.T) {
@@ -33,7 +35,7 @@ func TestParseRef(t *testing.T) {
 }
 
 func TestSetLookup(t *testing.T) {
-	s, err := NewSet([]string{"offsite=s3://b/p?endpoint=h:1", "local=file:///x"}, "file:///unused", Secrets{})
+	s, err := NewSet([]string{"offsite=s3://bkt/p?endpoint=h:1", "local=file:///x"}, "file:///unused", Secrets{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +45,15 @@ func TestSetLookup(t *testing.T) {
 	if _, err := s.Lookup("nope"); !errors.Is(err, ErrUnknownTarget) || !strings.Contains(err.Error(), "offsite, local") {
 		t.Fatalf("unknown target: %v", err)
 	}
-	for _, bad := range [][]string{{"noequals"}, {"a=x", "a=y"}, {"UPPER=x"}} {
+	for _, bad := range [][]string{{"noequals"}, {"a=file:///x", "a=file:///y"}, {"UPPER=file:///x"}} {
 		if _, err := NewSet(bad, "", Secrets{}); err == nil {
 			t.Errorf("NewSet(%v) accepted", bad)
+		}
+	}
+	// A URL is checked at NewSet, not at the first Open (issue 33).
+	for _, bad := range []string{"a=x", "a=s3://b/p", "a=file://host/x", "a=s3://bkt/p?bogus=1"} {
+		if _, err := NewSet([]string{bad}, "", Secrets{}); !errors.Is(err, store.ErrBadTarget) || !strings.Contains(err.Error(), `backup target "a"`) {
+			t.Errorf("NewSet(%q) = %v, want ErrBadTarget naming target a", bad, err)
 		}
 	}
 	d, _ := NewSet(nil, "file:///var/lib/chainvol/backups", Secrets{})

@@ -163,18 +163,19 @@ install_snapshots() {
     --leader-election=false --enable-distributed-snapshotting -v=2
 }
 
-# install_driver: charts/chainvol as a user installs it (namespace created
-# and labelled for privileged pods, then the chart; rendered by
-# hack/helmtemplate, Helm's Go library, since no helm CLI is built here)
-# with test/cluster/values.yaml and the image make image built; then wait
-# until the kubelet lists the driver on its CSINode (the built-in
+# install_driver: the chart as make image's instructions install it
+# (namespace created and labelled for privileged pods, then
+# bin/image/chart/chainvol, whose appVersion make image set to the version it
+# built, so no image value is given; rendered by hack/helmtemplate, Helm's Go
+# library, since no helm CLI is built here) with test/cluster/values.yaml;
+# then wait until the kubelet lists the driver on its CSINode (the built-in
 # registration worked).
 install_driver() {
-  local ref; ref=$(cat "$RUN/chainvol-image")
   "$KUBECTL" create namespace chainvol-system >/dev/null
   "$KUBECTL" label namespace chainvol-system pod-security.kubernetes.io/enforce=privileged >/dev/null
   (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system -f test/cluster/values.yaml \
-    --set "image.repository=${ref%:*}" --set "image.tag=${ref##*:}" charts/chainvol) > "$RUN/chainvol.yaml"
+    bin/image/chart/chainvol) > "$RUN/chainvol.yaml"
+  grep -qF "image: $(cat "$RUN/chainvol-image")" "$RUN/chainvol.yaml" || die "bin/image/chart/chainvol does not run $(cat "$RUN/chainvol-image")"
   "$KUBECTL" apply -f "$RUN/chainvol.yaml" >/dev/null
   wait_for "chainvol DaemonSet" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
   wait_for "CSINode registration" 60 sh -c \

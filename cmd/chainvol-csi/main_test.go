@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,17 +24,41 @@ import (
 // it from git describe.
 const tag = "v9.9.9-3-gabcdef1-dirty"
 
+// built is the directory buildBoth built into, once per test binary.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
 // buildBoth builds chainvol-csi and chainvolctl with the Makefile's
-// -ldflags -X, into dir.
-func buildBoth(t *testing.T, dir string) {
+// -ldflags -X, once, and returns their directory (removed by TestMain).
+func buildBoth(t *testing.T) string {
 	t.Helper()
-	ld := "-X github.com/chainvol/chainvol/pkg/version.tag=" + tag + " -X github.com/chainvol/chainvol/pkg/version.commit=abcdef1234567890"
-	cmd := exec.Command("go", "build", "-ldflags", ld, "-o", dir+"/", "github.com/chainvol/chainvol/cmd/chainvol-csi",
-		"github.com/chainvol/chainvol/cmd/chainvolctl")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "chainvol-csi-test-"); built.err != nil {
+			return
+		}
+		ld := "-X github.com/chainvol/chainvol/pkg/version.tag=" + tag + " -X github.com/chainvol/chainvol/pkg/version.commit=abcdef1234567890"
+		cmd := exec.Command("go", "build", "-ldflags", ld, "-o", built.dir+"/", "github.com/chainvol/chainvol/cmd/chainvol-csi",
+			"github.com/chainvol/chainvol/cmd/chainvolctl")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // TestVersionsAgree builds both binaries with a link-time tag and checks
@@ -41,13 +66,12 @@ func buildBoth(t *testing.T, dir string) {
 // -version, chainvolctl version -o json, GetPluginInfo's vendor_version
 // (and commit in its manifest), and the chainvol_build_info metric.
 func TestVersionsAgree(t *testing.T) {
-	dir := t.TempDir()
-	buildBoth(t, dir)
-	out, err := exec.Command(filepath.Join(dir, "chainvol-csi"), "-version").Output()
+	bin, dir := buildBoth(t), t.TempDir()
+	out, err := exec.Command(filepath.Join(bin, "chainvol-csi"), "-version").Output()
 	if want := "chainvol-csi " + tag + " (commit abcdef1234567890, "; err != nil || !strings.HasPrefix(string(out), want) {
 		t.Errorf("chainvol-csi -version = %q, %v; want prefix %q", out, err, want)
 	}
-	out, err = exec.Command(filepath.Join(dir, "chainvolctl"), "version", "-o", "json").Output()
+	out, err = exec.Command(filepath.Join(bin, "chainvolctl"), "version", "-o", "json").Output()
 	var ctl struct{ Version, Commit string }
 	if err != nil || json.Unmarshal(out, &ctl) != nil || ctl.Version != tag || ctl.Commit != "abcdef1234567890" {
 		t.Errorf("chainvolctl version -o json = %q, %v", out, err)
@@ -60,7 +84,7 @@ func TestVersionsAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	drv := exec.Command(filepath.Join(dir, "chainvol-csi"), "-node-id", "n1", "-endpoint", "unix://"+sock,
+	drv := exec.Command(filepath.Join(bin, "chainvol-csi"), "-node-id", "n1", "-endpoint", "unix://"+sock,
 		"-pool-dir", filepath.Join(dir, "pool"), "-state-dir", filepath.Join(dir, "state"),
 		"-metrics-address", fmt.Sprintf("127.0.0.1:%d", port))
 	if err := drv.Start(); err != nil {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainvol/chainvol/pkg/s3chain"
+)
+
+// verifyAllResult is the outcome of "verify --all"; JSON names are stable.
+type verifyAllResult struct {
+	Target string `json:"target"`
+	Deep   bool   `json:"deep"`
+	// Chains and Backups count what was verified; SkippedChains the chains
+	// the key given does not open (listed in Skipped).
+	Chains        int      `json:"chains"`
+	SkippedChains int      `json:"skippedChains"`
+	Skipped       []string `json:"skipped"`
+	Backups       int      `json:"backups"`
+	OK            int      `json:"ok"`
+	Failed        int      `json:"failed"`
+	// Results has one entry per backup, and one with an empty id for a
+	// chain whose backups could not be listed.
+	Results  []verifyResult `json:"results"`
+	Duration float64        `json:"durationSeconds"`
+}
+
+// verifyAll verifies every backup of every chain of target f.in, prints a
+// line per backup and a summary, and fails if any backup failed.
+func (a *app) verifyAll(cmd *cobra.Command, f verifyFlags) error {
+	ctx := cmd.Context()
+	set, err := a.targetSet()
+	if err != nil {
+		return err
+	}
+	t, err := set.Lookup(f.in)
+	if err != nil {
+		return usageError{explain(err)}
+	}
+	repo, err := a.openRepo(ctx, t.Name)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	names, err := repo.Chains(ctx)
+	if err != nil {
+		return explain(err)
+	}
+	res := verifyAllResult{Target: t.Name, Deep: f.deep, Skipped: []string{}, Results: []verifyResult{}}
+	for _, n := range names {
+		if err := verifyChain(ctx, repo, n, f.deep, &res); err != nil {
+			return err // the context ended: stop, as every command does
+		}
+	}
+	res.Duration = time.Since(start).Seconds()
+	err = a.emit(cmd, res, func(w io.Writer) error { return verifyAllTable(w, res) })
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("%d of %d backups in target %s failed verification (listed above)", res.Failed, res.Backups, res.Target)
+	}
+	return err
+}
+
+// verifyChain verifies every backup of chain into res. A chain the key does
+// not open is skipped; one whose backups cannot be listed is one failure.
+// It returns only ctx's error.
+func verifyChain(ctx context.Context, repo *s3chain.Repo, chain string, deep bool, res *verifyAllResult) error {
+	ms, err := repo.Backups(ctx, chain)
+	if errors.Is(err, s3chain.ErrWrongKey) {
+		res.SkippedChains++
+		res.Skipped = append(res.Skipped, chain)
+		return nil
+	}
+	res.Chains++
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		res.Failed++
+		res.Results = append(res.Results, verifyResult{Chain: chain, Deep: deep, Error: oneLine(explain(err))})
+		return nil
+	}
+	for _, m := range ms {
+		t0 := time.Now()
+		verr := repo.Verify(ctx, chain, m.ID, deep)
+		if verr != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r := verifyResult{Chain: chain, ID: m.ID, Deep: deep, OK: verr == nil, Duration: time.Since(t0).Seconds()}
+		res.Backups++
+		if verr != nil {
+			r.Error = oneLine(explain(verr))
+			res.Failed++
+		} else {
+			res.OK++
+		}
+		res.Results = append(res.Results, r)
+	}
+	return nil
+}
+
+// verifyAllTable prints a row per backup and the summary line.
+func verifyAllTable(w io.Writer, res verifyAllResult) error {
+	tb := newTable(w, "CHAIN", "BACKUP", "RESULT")
+	for _, r := range res.Results {
+		result := "OK"
+		if !r.OK {
+			result = "FAILED: " + r.Error
+		}
+		tb.row(r.Chain, orDash(r.ID), result)
+	}
+	for _, c := range res.Skipped {
+		tb.row(c, "-", "skipped: needs another key, or none")
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "target %s: %d chains (%d skipped), %d backups: %d OK, %d failed (%s) in %.1fs\n",
+		res.Target, res.Chains, res.SkippedChains, res.Backups, res.OK, res.Failed, verifiedWhat(res.Deep), res.Duration)
+	return err
+}
