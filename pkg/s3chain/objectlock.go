@@ -253,27 +253,24 @@ func (j *backupJob) retainFound(ctx context.Context, found map[digest]string) er
 	return j.r.retainKeys(ctx, keys, j.ret)
 }
 
-// retainManifest gives m's manifest its retention, the last step before
-// the backup is ready: written without one, a manifest whose confirm
-// failed can still be retracted.
-func (j *backupJob) retainManifest(ctx context.Context, m *Manifest) error {
-	return j.r.retainKeys(ctx, []string{manifestKey(m.Chain, m.ID)}, j.ret)
-}
-
-// makeReady makes the confirmed m ready: its manifest under retention
-// first (on a lock= target a ready backup is never unlocked), then, in a
-// chain with state records, its ready record (FORMAT.md §7.5), itself
-// retained, so that a bucket writer cannot hide the backup before its
-// date by deleting the record. Errors: retainKeys', markReady's.
+// makeReady makes the confirmed m ready (the manifest is written without
+// retention: one whose confirm failed can still be retracted, or voided
+// and deleted by a gc): in a chain with state records
+// its ready record first (FORMAT.md §7.5), then the manifest's retention
+// and the record's, so that a bucket writer can neither delete the
+// backup nor hide it by deleting its record before its date. The order
+// keeps every unready manifest free of retention: a gc may void and delete
+// an abandoned one, and a locked one it could not. A failure after the
+// record leaves a ready backup reported failed whose retention may fall
+// short of its date (the caller says so). Errors: markReady's,
+// retainKeys'.
 func (j *backupJob) makeReady(ctx context.Context, m *Manifest) error {
-	if err := j.retainManifest(ctx, m); err != nil {
-		return err
+	keys := []string{manifestKey(m.Chain, m.ID)}
+	if j.cfg.ReadyRecords {
+		if err := j.r.markReady(ctx, m); err != nil {
+			return err
+		}
+		keys = append(keys, stateKey(m.Chain, m.ID))
 	}
-	if !j.cfg.ReadyRecords {
-		return nil
-	}
-	if err := j.r.markReady(ctx, m); err != nil {
-		return err
-	}
-	return j.r.retainKeys(ctx, []string{stateKey(m.Chain, m.ID)}, j.ret)
+	return j.r.retainKeys(ctx, keys, j.ret)
 }

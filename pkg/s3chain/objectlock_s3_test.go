@@ -97,7 +97,11 @@ func testObjectLock(t *testing.T, srv testutil.S3Server) {
 	rets := retentions(t, raw, srv.Bucket, "p", minio.Governance)
 	kinds := map[string]int{}
 	for key, until := range rets {
-		kinds[strings.SplitN(key, "/", 2)[0]]++
+		kind := strings.SplitN(key, "/", 2)[0]
+		if strings.HasSuffix(key, ".state") {
+			kind = "states" // the ready record (FORMAT.md §7.5)
+		}
+		kinds[kind]++
 		if strings.HasPrefix(key, "pending/") {
 			t.Errorf("protocol lock %s left behind", key)
 			continue
@@ -106,7 +110,7 @@ func testObjectLock(t *testing.T, srv testutil.S3Server) {
 			t.Errorf("%s: retain-until %v, %v after the backup's start; want about 6 s", key, until, d)
 		}
 	}
-	if kinds["blocks"] < 8 || kinds["manifests"] != 1 || kinds["chains"] != 1 {
+	if kinds["blocks"] < 8 || kinds["manifests"] != 1 || kinds["states"] != 1 || kinds["chains"] != 1 {
 		t.Fatalf("objects by kind: %v", kinds)
 	}
 	err = short.DeleteBackup(ctx, chain, m1.ID)
