@@ -94,6 +94,10 @@ type Pool interface {
 	SetLabels(ctx context.Context, id string, labels map[string]string) (LVol, error)
 	// DataPath returns the absolute path of the lvol's data file. Errors: ErrNotFound.
 	DataPath(id string) (string, error)
+	// CloneInto reflinks lvol src's data over unwritten lvol dst's, holes
+	// punched beyond size bytes (clone_into.go). Errors: ErrNotFound,
+	// ErrInvalid (dst written), the filesystem's (no reflink).
+	CloneInto(src, dst string, size int64) error
 	// Capacity returns the pool's total and available bytes.
 	Capacity(ctx context.Context) (Capacity, error)
 	// Reflink reports whether clones and snapshots are O(1) reflinks.

@@ -12,8 +12,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 const (
@@ -30,12 +28,12 @@ func Is(id string) bool { return strings.HasPrefix(id, Prefix) }
 
 // Format builds the snapshot id of a backup (at most MaxLen bytes when
 // r.Target and r.Backup are valid names). r must name a target.
-func Format(r target.Ref) string {
+func Format(r Ref) string {
 	id := Prefix + r.String()
 	if len(id) <= MaxLen {
 		return id
 	}
-	return Prefix + target.Ref{Target: r.Target, Chain: HashedMark + ChainHash(r.Chain), Backup: r.Backup}.String()
+	return Prefix + Ref{Target: r.Target, Chain: HashedMark + ChainHash(r.Chain), Backup: r.Backup}.String()
 }
 
 // ChainHash is the 32 hex digits that replace a long chain in an id.
@@ -52,27 +50,27 @@ func Hashes(idChain, chain string) bool {
 // Parse splits a backup snapshot id into a reference; a hashed chain comes
 // back as "~HEX" (match it with Hashes). The backup is an id or "latest";
 // "before:" and "group:" selectors name no single backup and are refused.
-// Errors wrap target.ErrBadRef.
-func Parse(id string) (target.Ref, error) {
+// Errors wrap ErrBadRef.
+func Parse(id string) (Ref, error) {
 	rest, ok := strings.CutPrefix(id, Prefix)
 	if !ok {
-		return target.Ref{}, fmt.Errorf("%w: snapshot id %q does not start with %q", target.ErrBadRef, id, Prefix)
+		return Ref{}, fmt.Errorf("%w: snapshot id %q does not start with %q", ErrBadRef, id, Prefix)
 	}
 	if t, after, ok := strings.Cut(rest, ":"); ok {
 		if c, b, ok := strings.Cut(after, "@"); ok && strings.HasPrefix(c, HashedMark) {
-			r := target.Ref{Target: t, Chain: c, Backup: b}
-			if _, err := target.ParseRef(t + ":x@" + b); err != nil || !r.Concrete() && b != target.Latest {
-				return r, fmt.Errorf("%w: snapshot id %q: bad target or backup", target.ErrBadRef, id)
+			r := Ref{Target: t, Chain: c, Backup: b}
+			if _, err := ParseRef(t + ":x@" + b); err != nil || !r.Concrete() && b != Latest {
+				return r, fmt.Errorf("%w: snapshot id %q: bad target or backup", ErrBadRef, id)
 			}
 			return r, nil
 		}
 	}
-	r, err := target.ParseRef(rest)
+	r, err := ParseRef(rest)
 	if err == nil && r.Target == "" {
-		err = fmt.Errorf("%w: snapshot id %q names no target", target.ErrBadRef, id)
+		err = fmt.Errorf("%w: snapshot id %q names no target", ErrBadRef, id)
 	}
-	if err == nil && !r.Concrete() && r.Backup != target.Latest {
-		err = fmt.Errorf("%w: snapshot id %q names a selector, not one backup", target.ErrBadRef, id)
+	if err == nil && !r.Concrete() && r.Backup != Latest {
+		err = fmt.Errorf("%w: snapshot id %q names a selector, not one backup", ErrBadRef, id)
 	}
 	return r, err
 }

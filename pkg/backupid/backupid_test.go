@@ -5,14 +5,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 func TestRoundTrip(t *testing.T) {
 	long := strings.Repeat("n", 63) + "/" + strings.Repeat("p", 36)
-	for _, r := range []target.Ref{
+	for _, r := range []Ref{
 		{Target: "offsite", Chain: "shop/data-db-0", Backup: "20261129T101500Z"},
 		{Target: "a-very-long-name", Chain: long, Backup: "20261129T101500Z-12"},
 	} {
@@ -25,7 +22,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("Parse(%q) = %+v, %v", id, got, err)
 		}
 	}
-	if Format(target.Ref{Target: "t", Chain: "a/b", Backup: "x"}) != "backup:t:a/b@x" {
+	if Format(Ref{Target: "t", Chain: "a/b", Backup: "x"}) != "backup:t:a/b@x" {
 		t.Fatal("short ids must stay readable")
 	}
 }
@@ -40,7 +37,7 @@ func TestParseRefuses(t *testing.T) {
 		"backup:BAD:~0123@x",
 		"snap-1",
 	} {
-		if r, err := Parse(id); !errors.Is(err, target.ErrBadRef) {
+		if r, err := Parse(id); !errors.Is(err, ErrBadRef) {
 			t.Errorf("Parse(%q) = %+v, %v; want ErrBadRef", id, r, err)
 		}
 	}
@@ -58,10 +55,10 @@ func TestFormatInjective(t *testing.T) {
 		}
 		return string(b)
 	}
-	seen := map[string]target.Ref{}
+	seen := map[string]Ref{}
 	for range 30000 {
-		ref := target.Ref{Target: pick("a0-", 3), Chain: pick("aA_-./", 100), Backup: pick("aA0_-.", 64)}
-		if s3chain.ValidChainName(ref.Chain) != nil || s3chain.ValidBackupID(ref.Backup) != nil || strings.Trim(ref.Target, "-") != ref.Target {
+		ref := Ref{Target: pick("a0-", 3), Chain: pick("aA_-./", 100), Backup: pick("aA0_-.", 64)}
+		if CheckChain(ref.Chain) != nil || CheckBackupID(ref.Backup) != nil || strings.Trim(ref.Target, "-") != ref.Target {
 			continue
 		}
 		id := Format(ref)

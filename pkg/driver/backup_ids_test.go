@@ -71,12 +71,12 @@ func TestChainName(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, tc := range tcs {
-		got := chainName(tc.lv)
+		got := volume.ChainOf(tc.lv)
 		if got != tc.want {
-			t.Errorf("chainName(%q, %v) = %q, want %q", tc.lv.Name, tc.lv.Labels, got, tc.want)
+			t.Errorf("volume.ChainOf(%q, %v) = %q, want %q", tc.lv.Name, tc.lv.Labels, got, tc.want)
 		}
 		if err := s3chain.ValidChainName(got); err != nil {
-			t.Errorf("chainName(%q) = %q: %v", tc.lv.Name, got, err)
+			t.Errorf("volume.ChainOf(%q) = %q: %v", tc.lv.Name, got, err)
 		}
 		if other, ok := seen[got]; ok {
 			t.Errorf("volumes %q and %q share chain %q", other, tc.lv.Name, got)
@@ -106,9 +106,9 @@ func TestChainNameInjective(t *testing.T) {
 			ns := strings.Trim(strings.ToLower(strings.NewReplacer("_", "", "/", "", ":", "", ".", "", " ", "").Replace(seg(10))), "-")
 			lv.Labels = volume.Record{PVCNamespace: ns, PVCName: strings.NewReplacer(" ", "-", ":", ".", "/", "_").Replace(seg(60))}.Encode()
 		}
-		c := chainName(lv)
+		c := volume.ChainOf(lv)
 		if err := s3chain.ValidChainName(c); err != nil {
-			t.Fatalf("chainName(%q) = %q: %v", lv.Name, c, err)
+			t.Fatalf("volume.ChainOf(%q) = %q: %v", lv.Name, c, err)
 		}
 		key := "volume " + lv.Name
 		if rec := volume.Of(lv); !strings.HasPrefix(c, "_volume") {

@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -49,47 +47,23 @@ func (d *snapshotter) backupSnapshots(ctx context.Context, secrets map[string]st
 	return out, nil
 }
 
-// lookupBackup finds one backup by snapshot id: this node's local record
-// (an upload not done yet is not ready), else its manifest in the target,
-// read with the request's secrets. Errors: errNoSnapshot when the id names
-// nothing that exists (a backup id naming "latest" included); a target or
-// chain that cannot be read is a status with chainCode's code
+// lookupBackup finds one backup by snapshot id (volume.Manager.FindBackup).
+// Errors: errNoSnapshot when the id names nothing that exists; a target or
+// chain that cannot be read is a status with familyCode's code
 // (PermissionDenied, Unavailable, ...), and a chain whose encryption key
 // the secrets lack is PermissionDenied.
-func (d *snapshotter) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
-	if s, err := d.vols.SnapshotOfBackup(ctx, id); err == nil {
-		return backupCSISnapshot(s, volume.Of(s).Upload == volume.Uploaded), nil
-	} else if !errors.Is(err, backend.ErrNotFound) {
-		return nil, snapshotError("look up the local snapshot of "+id, err)
-	}
-	ref, err := volume.ParseBackupID(id)
-	if err != nil || ref.Backup == target.Latest {
-		return nil, errNoSnapshot
-	}
-	repo, err := d.targets.Open(ctx, ref.Target, secrets)
-	if errors.Is(err, target.ErrUnknownTarget) {
-		return nil, errNoSnapshot
+func (d *core) lookupBackup(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+	b, err := d.vols.FindBackup(ctx, id, secrets)
+	if errors.Is(err, errNoSnapshot) {
+		return nil, err
 	} else if err != nil {
-		return nil, snapshotError("open backup target "+ref.Target, err)
+		return nil, snapshotError("", err)
 	}
-	if ref, err = volume.ResolveChain(ctx, repo, ref); err == nil {
-		var m *s3chain.Manifest
-		if m, err = repo.Manifest(ctx, ref.Chain, ref.Backup); err == nil {
-			return manifestSnapshot(id, m), nil
-		}
-	}
-	switch {
-	case errors.Is(err, s3chain.ErrBackupNotFound):
-		return nil, errNoSnapshot
-	case errors.Is(err, s3chain.ErrWrongKey):
-		// The backup exists, the caller's secrets cannot read it.
-		return nil, status.Errorf(codes.PermissionDenied, "backup %s: %v; give the chain's %s in the request's secrets", ref, err, target.KeyEncryptionKey)
-	}
-	return nil, snapshotError("backup "+ref.String(), err)
+	return backupSnapshot(b), nil
 }
 
-// errNoSnapshot: a snapshot id names nothing that exists.
-var errNoSnapshot = errors.New("no such snapshot")
+// errNoSnapshot: a snapshot id names nothing that exists (NotFound).
+var errNoSnapshot = volume.ErrNoBackup
 
 // deleteBackupSnapshot removes a backup from its chain (its blocks merge
 // into its child so later backups still restore) and its local snapshot.

@@ -36,10 +36,11 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("name:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, volumeNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("name:" + req.GetName())
+	defer unlock()
 
 	if vr.restore != nil {
 		return d.createRestoredVolume(ctx, req, vr)
@@ -151,26 +152,17 @@ func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSo
 	return lv, nil
 }
 
-// sameVolume checks that an existing volume satisfies a retried request.
+// sameVolume checks that an existing volume satisfies a retried request
+// (volume.SameVolume), its refusal an AlreadyExists status.
 func sameVolume(lv backend.LVol, vr volumeRequest, srcID string, r *csi.CapacityRange) error {
-	rec := volume.Of(lv)
-	switch {
-	case !fitsRange(lv.SizeBytes, r):
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with size %d bytes, outside the requested capacity range", vr.name, lv.SizeBytes)
-	case lv.SourceID != srcID:
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with another content source (%q)", vr.name, lv.SourceID)
-	case rec.ParamsDigest != vr.params.Digest:
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with other parameters", vr.name)
-	case rec.AccessType != vr.access:
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with access type %s", vr.name, rec.AccessType)
-	case vr.fsType != "" && rec.FSType != "" && vr.fsType != rec.FSType:
-		// Another capability than the volume's (CSI spec "CreateVolume":
-		// ALREADY_EXISTS), found before the source is resolved, so that a
-		// clone retried with another fsType is not answered with its
-		// volume.
-		return status.Errorf(codes.AlreadyExists, "volume %q exists with a %s filesystem, not %s", vr.name, rec.FSType, vr.fsType)
-	}
-	return nil
+	return volumeError("", volume.SameVolume(lv, vr.want(srcID, r)))
+}
+
+// want is what the request asks of its volume, with content source
+// srcID and capacity range r.
+func (vr volumeRequest) want(srcID string, r *csi.CapacityRange) volume.Want {
+	return volume.Want{Name: vr.name, Required: r.GetRequiredBytes(), Limit: r.GetLimitBytes(), SourceID: srcID,
+		Record: volume.Record{ParamsDigest: vr.params.Digest, AccessType: vr.access, FSType: vr.fsType}}
 }
 
 // cloneFSType settles the filesystem type of a clone of src (the zero
@@ -233,10 +225,11 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindVolume) {
 		d.vols.SweepBases(ctx)
@@ -244,7 +237,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	} else if err != nil {
 		return nil, volumeError("look up volume", err)
 	}
-	d.cancelRestore(lv)
+	d.vols.CancelRestore(lv)
 	if err := d.checkNotAttached(ctx, lv.ID); err != nil {
 		return nil, err
 	}

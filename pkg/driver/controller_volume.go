@@ -116,10 +116,11 @@ func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	} else if err != nil {
 		return nil, volumeError("", err)
 	}
-	if !d.vols.TryLock(lv.ID) {
-		return nil, errBusy(lv.ID)
+	unlock, err := lock(d.vols, lvolLock(lv.ID))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(lv.ID)
+	defer unlock()
 	size, err := sizeFor(req.GetCapacityRange(), lv.SizeBytes)
 	if err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 	release := make(chan struct{})
 	defer close(release)
-	e.d.vols.StartJob(restoreKey("pvc-held"), "restore held by the test", func(ctx context.Context, j *volume.Job) error {
+	e.d.vols.StartJob(volume.RestoreKey("pvc-held"), "restore held by the test", func(ctx context.Context, j *volume.Job) error {
 		j.SetSubject("lv-held")
 		j.Progress(s3chain.Progress{DoneBytes: 1 << 20, TotalBytes: 4 << 20})
 		<-release

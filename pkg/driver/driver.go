@@ -80,8 +80,6 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	}
 	c := &core{
 		targets: targets,
-		vols: volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
-			PoolReserveBytes: opts.PoolReserveBytes}),
 		opts:    opts,
 		pool:    pool,
 		mounter: mounter,
@@ -90,6 +88,10 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 		metrics: newMetrics(),
 		events:  newPVCEvents(opts.NodeID),
 	}
+	c.vols = volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
+		PoolReserveBytes: opts.PoolReserveBytes, Targets: targets, NoLocalBase: opts.NoLocalBase,
+		Observer: observer{metrics: c.metrics, events: c.events, index: &c.index},
+		Freezer:  volume.FreezerFunc(func(ctx context.Context, id string) (func(), error) { return c.node.freezeStaged(ctx, id) })})
 	c.identity, c.controller, c.restorer = &identity{core: c}, &controller{core: c}, &restorer{core: c}
 	c.snapshotter, c.groups, c.node = &snapshotter{core: c}, &groups{core: c}, &node{core: c}
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)

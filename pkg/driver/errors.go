@@ -1,17 +1,9 @@
 package driver
 
 import (
-	"context"
-	"errors"
-	"syscall"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chainvol/chainvol/pkg/backend"
-	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -28,29 +20,52 @@ import (
 // not exist yet). doing says what failed ("volume vol-…").
 func volumeError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
-// snapshotError is the status of err in a snapshot RPC: a snapshot id that
-// names nothing is NotFound, else as volumeError.
-func snapshotError(doing string, err error) error {
-	return toStatus(doing, err, func(err error) codes.Code {
-		if errors.Is(err, errNoSnapshot) {
-			return codes.NotFound
-		}
-		return familyCode(err)
-	})
-}
+// snapshotError is the status of err in a snapshot RPC: familyCode (a
+// snapshot id that names nothing, errNoSnapshot, is NotFound).
+func snapshotError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
 // nodeError is the status of err in a node RPC: familyCode. (A volume a
 // restore still fills is refused by stageable with Unavailable first.)
 func nodeError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
-// familyCode is the code every family shares: Aborted for volume.ErrBusy,
-// else chainCode (which falls back to poolCode; volume.ErrNotReady wraps
-// backend.ErrNotFound).
-func familyCode(err error) codes.Code {
-	if errors.Is(err, volume.ErrBusy) {
-		return codes.Aborted
+// familyCode is the code every family shares: the class of err
+// (volume.Classify, the one classification of sentinels) as classCode maps
+// it. volume.ErrNotReady wraps backend.ErrNotFound: NotFound.
+func familyCode(err error) codes.Code { return classCode(volume.Classify(err)) }
+
+// classCodes are the codes of the classes (CSI spec "Error Scheme"): what the
+// user must fix is InvalidArgument, what is missing NotFound, damaged
+// backups, another cluster's chain and a volume larger than its chain
+// holds FailedPrecondition (final: retrying cannot heal them; a new chain
+// can hold the volume), as is deleting a backup under Object Lock
+// retention (until its date), a target that cannot be reached right now
+// Unavailable, a name held or a chain change that cannot be made safely
+// right now Aborted (both retryable: the spec leaves transient failures to
+// gRPC's codes).
+var classCodes = map[volume.Class]codes.Code{
+	volume.ClassNone:        codes.OK,
+	volume.ClassBusy:        codes.Aborted,
+	volume.ClassUnreachable: codes.Unavailable,
+	volume.ClassTooLarge:    codes.FailedPrecondition,
+	volume.ClassOwned:       codes.FailedPrecondition,
+	volume.ClassRetained:    codes.FailedPrecondition,
+	volume.ClassInvalid:     codes.InvalidArgument,
+	volume.ClassNotFound:    codes.NotFound,
+	volume.ClassDenied:      codes.PermissionDenied,
+	volume.ClassDamaged:     codes.FailedPrecondition,
+	volume.ClassOutOfRange:  codes.OutOfRange,
+	volume.ClassExists:      codes.AlreadyExists,
+	volume.ClassNoSpace:     codes.ResourceExhausted,
+	volume.ClassCanceled:    codes.Canceled,
+	volume.ClassDeadline:    codes.DeadlineExceeded,
+}
+
+// classCode is the code of class c; a class without one is Internal.
+func classCode(c volume.Class) codes.Code {
+	if code, ok := classCodes[c]; ok {
+		return code
 	}
-	return chainCode(err)
+	return codes.Internal
 }
 
 // toStatus passes a status through and maps anything else with code, the
@@ -68,67 +83,6 @@ func toStatus(doing string, err error, code func(error) codes.Code) error {
 	return status.Errorf(code(err), "%s: %v", doing, err)
 }
 
-// poolCode maps a pool error to the gRPC code the CSI spec asks for; the
-// caller chooses the message. Unknown errors are Internal.
-func poolCode(err error) codes.Code {
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return codes.NotFound
-	case errors.Is(err, backend.ErrExists):
-		return codes.AlreadyExists
-	case errors.Is(err, backend.ErrNoSpace), errors.Is(err, syscall.ENOSPC):
-		return codes.ResourceExhausted
-	case errors.Is(err, backend.ErrInvalid):
-		return codes.InvalidArgument
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	}
-	return codes.Internal
-}
-
 // errBusy is the answer when another operation holds the same key
 // (CSI spec "Concurrency": Aborted, the CO retries).
-func errBusy(key string) error {
-	return status.Errorf(codes.Aborted, "an operation on %q is already in progress; retry later", key)
-}
-
-// chainCode maps backup target and chain errors to gRPC codes: what the
-// user must fix is InvalidArgument, what is missing NotFound, damaged
-// backups and a volume larger than its chain holds FailedPrecondition
-// (final: retrying cannot heal them; a new chain can hold the volume), as
-// is deleting a backup under Object Lock retention (until its date), a target
-// that cannot be reached right now Unavailable, a chain change that cannot
-// be made safely right now Aborted (both retryable; CSI spec "Error
-// Scheme" leaves transient failures to gRPC's codes).
-func chainCode(err error) codes.Code {
-	switch {
-	case volume.Unreachable(err):
-		return codes.Unavailable
-	case errors.Is(err, s3chain.ErrVolumeTooLarge): // before ErrInvalidOptions, which it wraps
-		return codes.FailedPrecondition
-	case errors.Is(err, s3chain.ErrChainOwned): // another cluster's chain: a takeover or another target prefix
-		return codes.FailedPrecondition
-	case errors.Is(err, s3chain.ErrRetained): // under Object Lock until the date the message names
-		return codes.FailedPrecondition
-	case errors.Is(err, target.ErrBadRef), errors.Is(err, target.ErrUnknownTarget), errors.Is(err, target.ErrBadSecret),
-		errors.Is(err, s3chain.ErrInvalidChain), errors.Is(err, store.ErrBadTarget), errors.Is(err, s3chain.ErrWrongKey),
-		errors.Is(err, s3chain.ErrInvalidOptions):
-		return codes.InvalidArgument
-	case errors.Is(err, s3chain.ErrBackupNotFound):
-		return codes.NotFound
-	case errors.Is(err, store.ErrAccessDenied):
-		return codes.PermissionDenied
-	case errors.Is(err, s3chain.ErrChainBroken), errors.Is(err, s3chain.ErrCorruptBlock),
-		errors.Is(err, s3chain.ErrFormatVersion), errors.Is(err, s3chain.ErrInvalidManifest):
-		return codes.FailedPrecondition
-	case errors.Is(err, s3chain.ErrDestinationTooSmall):
-		return codes.OutOfRange
-	case errors.Is(err, s3chain.ErrChainBusy), errors.Is(err, s3chain.ErrLeaseLost):
-		return codes.Aborted
-	case errors.Is(err, store.ErrObjectTooLarge):
-		return codes.FailedPrecondition
-	}
-	return poolCode(err)
-}
+func errBusy(key string) error { return volumeError("", volume.Busy(key)) }

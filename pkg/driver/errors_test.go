@@ -40,8 +40,8 @@ func TestChainCodeUnavailable(t *testing.T) {
 		{fmt.Errorf("x: %w", s3chain.ErrChainBusy), codes.Aborted},
 		{errors.New("something else"), codes.Internal},
 	} {
-		if got := chainCode(tc.err); got != tc.want {
-			t.Errorf("chainCode(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := familyCode(tc.err); got != tc.want {
+			t.Errorf("familyCode(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -85,10 +85,10 @@ func TestErrorFamilies(t *testing.T) {
 // FailedPrecondition (no retry fits it; a new chain does), though its
 // sentinel wraps ErrInvalidOptions, which stays InvalidArgument (issue 24).
 func TestChainCodeTooLarge(t *testing.T) {
-	if got := chainCode(fmt.Errorf("backup: %w", s3chain.ErrVolumeTooLarge)); got != codes.FailedPrecondition {
+	if got := familyCode(fmt.Errorf("backup: %w", s3chain.ErrVolumeTooLarge)); got != codes.FailedPrecondition {
 		t.Errorf("ErrVolumeTooLarge: %v, want FailedPrecondition", got)
 	}
-	if got := chainCode(fmt.Errorf("x: %w: block size differs", s3chain.ErrInvalidOptions)); got != codes.InvalidArgument {
+	if got := familyCode(fmt.Errorf("x: %w: block size differs", s3chain.ErrInvalidOptions)); got != codes.InvalidArgument {
 		t.Errorf("ErrInvalidOptions: %v, want InvalidArgument", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -16,7 +15,7 @@ import (
 
 // chainReadTimeout bounds the read of one chain's block size from its
 // target while a volume grows: an unreachable target must not hold the
-// resize up, and CreateSnapshot checks again (checkChainFits).
+// resize up, and CreateSnapshot checks again (volume.CheckChainFits).
 const chainReadTimeout = 5 * time.Second
 
 // checkGrowFits refuses growing volume lv to size bytes past what a chain
@@ -33,7 +32,7 @@ func (d *core) checkGrowFits(ctx context.Context, lv backend.LVol, size int64, s
 			bs = d.readChainBlockSize(ctx, ref, secrets)
 		}
 		if bs > 0 && size > s3chain.MaxVolumeSize(bs) {
-			return errChainFull(codes.OutOfRange, ref.Chain, size, bs)
+			return volumeError("", volume.ChainFull(volume.ClassOutOfRange, ref.Chain, size, bs))
 		}
 	}
 	return nil
@@ -42,14 +41,14 @@ func (d *core) checkGrowFits(ctx context.Context, lv backend.LVol, size int64, s
 // volumeChains returns the chains (Target and Chain of a target.Ref)
 // lv's later backups go into, each with its block size in bytes when this
 // node knows it (0 otherwise): the chains of lv's backup snapshots in the
-// pool (the latest uploaded base of each stays while lv exists, bases.go,
+// pool (the latest uploaded base of each stays while lv exists, volume/bases.go,
 // with the image record of its manifest), and the chain lv was restored
 // from when it is lv's own chain (a claim re-created under its old name).
 // A volume without either has no chain yet: its first backup picks a block
 // size that fits (s3chain newChainBlockSize).
 func (d *core) volumeChains(ctx context.Context, lv backend.LVol) map[target.Ref]int64 {
 	chains := map[target.Ref]int64{}
-	if r, err := target.ParseRef(volume.Of(lv).RestoredFrom); err == nil && r.Chain == chainName(lv) {
+	if r, err := target.ParseRef(volume.Of(lv).RestoredFrom); err == nil && r.Chain == volume.ChainOf(lv) {
 		chains[d.chainKey(r)] = 0
 	}
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)

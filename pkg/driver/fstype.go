@@ -10,22 +10,11 @@ import (
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
-// settleFSType is the one rule for the filesystem type of a new volume,
-// applied at CreateVolume for every content source (issue 14): with no
-// source, or one that holds no filesystem we know of (srcFS ""), the
-// request's; else the source's, and a request naming another type is
-// InvalidArgument naming both, since a clone or restore is never
-// reformatted and the node would refuse to mount it. what names the source
-// in the message ("volume vol-…", "snapshot snap-…", "backup ID").
+// settleFSType is volume.SettleFSType, its refusal an InvalidArgument
+// status.
 func settleFSType(requested, srcFS, what string) (string, error) {
-	switch {
-	case srcFS == "":
-		return requested, nil
-	case requested == "" || requested == srcFS:
-		return srcFS, nil
-	}
-	return "", status.Errorf(codes.InvalidArgument, "%s holds a %s filesystem but the request asks for fsType %s; drop csi.storage.k8s.io/fstype from the StorageClass (the volume keeps its source's filesystem) or set it to %s",
-		what, srcFS, requested, srcFS)
+	fs, err := volume.SettleFSType(requested, srcFS, what)
+	return fs, volumeError("", err)
 }
 
 // sourceFSType is the filesystem a local source lvol holds: its label, or,

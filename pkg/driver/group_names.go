@@ -86,6 +86,5 @@ func (d *groups) memberStatus(ctx context.Context, id string, secrets map[string
 	} else if err != nil {
 		return nil, snapshotError("look up the local snapshot of "+id, err)
 	}
-	resp, err := d.backupStatus(ctx, lv, secrets)
-	return resp.GetSnapshot(), err
+	return d.backupStatus(ctx, lv, secrets)
 }

@@ -53,10 +53,11 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("group:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, groupNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("group:" + req.GetName())
+	defer unlock()
 	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
 	if g, err := d.recordedGroup(ctx, req, ids); err != nil {
 		return nil, err
@@ -123,11 +124,10 @@ func (d *groups) groupStatus(ctx context.Context, members []backend.LVol, secret
 	for _, m := range members {
 		s := csiSnapshot(m, true)
 		if volume.Of(m).IsBackup() {
-			resp, err := d.backupStatus(ctx, m, secrets)
-			if err != nil {
+			var err error
+			if s, err = d.backupStatus(ctx, m, secrets); err != nil {
 				return nil, err
 			}
-			s = resp.GetSnapshot()
 		}
 		s.GroupSnapshotId = g.GroupSnapshotId
 		g.ReadyToUse = g.ReadyToUse && s.GetReadyToUse()

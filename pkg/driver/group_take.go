@@ -27,19 +27,19 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range srcs {
-		if !d.vols.TryLock(s.ID) {
-			for _, t := range srcs[:i] {
-				d.vols.Unlock(t.ID)
-			}
-			return nil, errBusy(s.ID)
-		}
-	}
+	var unlocks []func()
 	defer func() {
-		for _, s := range srcs {
-			d.vols.Unlock(s.ID)
+		for _, unlock := range unlocks {
+			unlock()
 		}
 	}()
+	for _, s := range srcs {
+		unlock, err := lock(d.vols, lvolLock(s.ID))
+		if err != nil {
+			return nil, err
+		}
+		unlocks = append(unlocks, unlock)
+	}
 	if err := d.memberNamesFree(ctx, req.GetName(), len(srcs)); err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 	klog.InfoS("group snapshot taken", "group", gid, "name", req.GetName(), "members", len(members), "frozenFor", frozenFor, "backup", sp.Backup)
 	for i, m := range members {
 		if sp.Backup {
-			d.startUpload(m, refs[i], req.GetSecrets())
+			d.vols.StartUpload(m, refs[i], req.GetSecrets())
 		}
 	}
 	return members, nil
@@ -130,18 +130,18 @@ func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSna
 		}
 	}
 	for i, s := range srcs {
-		recs[i] = volume.Record{GroupID: gid, GroupName: req.GetName(), GroupMember: chainName(s)}
+		recs[i] = volume.Record{GroupID: gid, GroupName: req.GetName(), GroupMember: volume.ChainOf(s)}
 		if !sp.Backup {
 			continue
 		}
 		t, _ := d.targets.Lookup(sp.BackupTarget)
-		refs[i] = target.Ref{Target: t.Name, Chain: chainName(s), Backup: id}
+		refs[i] = target.Ref{Target: t.Name, Chain: volume.ChainOf(s), Backup: id}
 		var err error
-		if refs[i].Backup, err = d.uniqueBackupID(ctx, repo, refs[i]); err != nil {
-			return nil, nil, snapshotError("choose backup id", err)
+		if refs[i], err = d.vols.NewBackupRef(ctx, repo, refs[i], id); err != nil {
+			return nil, nil, snapshotError("", err)
 		}
-		if err := checkChainFits(ctx, repo, refs[i], sp.BlockSize, s.SizeBytes); err != nil {
-			return nil, nil, err
+		if err := volume.CheckChainFits(ctx, repo, refs[i], sp.BlockSize, s.SizeBytes); err != nil {
+			return nil, nil, snapshotError("", err)
 		}
 		if err := repo.CheckOwner(ctx, refs[i].Chain, d.vols.Owner()); err != nil {
 			return nil, nil, snapshotError("group backup", err)
@@ -183,7 +183,7 @@ func (d *groups) freezeAndReflink(ctx context.Context, name string, srcs []backe
 	}
 	for i, s := range srcs {
 		snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: memberName(name, i),
-			SourceID: s.ID, SizeBytes: s.SizeBytes}, snapshotRecord(s, recs[i]))
+			SourceID: s.ID, SizeBytes: s.SizeBytes}, volume.SnapshotRecord(s, recs[i]))
 		if err != nil {
 			return members, 0, snapshotError("snapshot lvol of group member "+s.ID, err)
 		}

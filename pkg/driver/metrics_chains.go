@@ -19,7 +19,7 @@ import (
 // local backup does. The pool is the cheapest correct source: local
 // metadata read in one listing, no target request per scrape; and it
 // holds the chain's newest uploaded backup while its volume exists (the
-// sweep keeps it as the next FIEMAP base, bases.go), whereas the
+// sweep keeps it as the next FIEMAP base, volume/bases.go), whereas the
 // backup-name records carry no upload times and the target's manifests
 // cost requests and outlive the node's volumes.
 type chainCollector struct {

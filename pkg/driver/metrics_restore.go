@@ -27,7 +27,7 @@ func (restoreCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reports each running restore that has its lvol (a restore still
 // reading its backup's manifests has none yet, so no volume id).
 func (c restoreCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, j := range c.vols.RunningJobs(restoreKey("")) {
+	for _, j := range c.vols.RunningRestores() {
 		id := j.Subject()
 		if id == "" {
 			continue

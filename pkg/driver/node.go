@@ -42,10 +42,11 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err := stageable(lv, access); err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 
 	c := req.GetVolumeCapability()
 	tx := &stageTx{loops: d.loops, file: file, readOnly: readerOnly(c)}
@@ -71,10 +72,11 @@ func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 
 	file, err := d.unstageFile(ctx, id)
 	if err != nil {

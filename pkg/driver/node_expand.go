@@ -37,10 +37,11 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 	if err != nil {
 		return nil, nodeError("", err)
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 	if err := d.expandable(ctx, id, file); err != nil {
 		return nil, err
 	}

@@ -44,10 +44,11 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	if err != nil {
 		return nil, nodeError("", err)
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 
 	p, err := d.publishArgs(ctx, file, req)
 	if err != nil {
@@ -73,10 +74,11 @@ func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 
 	if _, err := d.unmountAll(target); err != nil {
 		return nil, err

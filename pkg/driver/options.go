@@ -58,7 +58,7 @@ type Options struct {
 	// 0 disables it. GCMinAge is that gc's grace for young blocks.
 	GCDelay, GCMinAge time.Duration
 	// NoLocalBase makes every restore fetch every block from the target,
-	// never starting from a local snapshot of the chain (restore_base.go):
+	// never starting from a local snapshot of the chain (volume/restore_seed.go):
 	// to check a target end to end, and for tests of target faults.
 	NoLocalBase bool
 	// ShutdownTimeout bounds the stop on SIGTERM or SIGINT (shutdown.go):

@@ -7,6 +7,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 func TestParseVolumeParams(t *testing.T) {
@@ -67,7 +69,7 @@ func TestSizeFor(t *testing.T) {
 		req, limit, min, want int64
 		code                  codes.Code
 	}{
-		{0, 0, 0, defaultVolumeSize, codes.OK},
+		{0, 0, 0, volume.DefaultVolumeSize, codes.OK},
 		{0, 1 << 20, 0, 1 << 20, codes.OK},
 		{1000, 0, 0, 4096, codes.OK},
 		{1 << 20, 0, 2 << 20, 2 << 20, codes.OK},
@@ -107,7 +109,7 @@ func TestPage(t *testing.T) {
 // holds the name, where it used to be Aborted until the lock was free.
 func TestRestoreParsedBeforeLock(t *testing.T) {
 	e := newNodeEnv(t)
-	if !e.d.vols.TryLock("name:pvc-held") {
+	if !e.d.vols.TryLock(volumeNameLock("pvc-held").key) {
 		t.Fatal("lock")
 	}
 	for _, fromBackup := range []string{"no-backup-here", "nosuch:chain@latest", "${pvc.namespace}/${pvc.name}@latest"} {

@@ -1,13 +1,11 @@
 package driver
 
 import (
-	"context"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
@@ -52,27 +50,4 @@ func restoreRef(vr volumeRequest) (target.Ref, error) {
 		r.Target = vr.params.BackupTarget
 	}
 	return r, nil
-}
-
-// openBackup opens the target of ref with the request's secrets and loads
-// the manifest it names (a selector resolved). The returned ref is concrete.
-func (d *restorer) openBackup(ctx context.Context, ref target.Ref, secrets map[string]string) (*s3chain.Repo, *s3chain.Manifest, target.Ref, error) {
-	t, err := d.targets.Lookup(ref.Target)
-	if err != nil {
-		return nil, nil, ref, volumeError("backup target", err)
-	}
-	ref.Target = t.Name
-	repo, err := d.targets.Open(ctx, ref.Target, secrets)
-	if err != nil {
-		return nil, nil, ref, volumeError("open backup target "+ref.Target, err)
-	}
-	if ref, err = volume.ResolveChain(ctx, repo, ref); err != nil {
-		return nil, nil, ref, volumeError("backup "+ref.String(), err)
-	}
-	m, err := target.Select(ctx, repo, ref) // an id, latest, before:T or group:ID
-	if err != nil {
-		return nil, nil, ref, volumeError("backup "+ref.String(), err)
-	}
-	ref.Backup = m.ID
-	return repo, m, ref, nil
 }

@@ -17,8 +17,8 @@ func TestRestoreSpaceCodes(t *testing.T) {
 		fmt.Errorf("restore: write block 3 to /pool/x.img: %w", syscall.ENOSPC),
 		fmt.Errorf("room: %w", backend.ErrNoSpace),
 	} {
-		if c := chainCode(err); c != codes.ResourceExhausted {
-			t.Errorf("chainCode(%v) = %v, want ResourceExhausted", err, c)
+		if c := familyCode(err); c != codes.ResourceExhausted {
+			t.Errorf("familyCode(%v) = %v, want ResourceExhausted", err, c)
 		}
 	}
 }

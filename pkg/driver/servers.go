@@ -21,15 +21,14 @@ type controller struct {
 	csi.UnimplementedControllerServer
 }
 
-// restorer restores backups into new volumes for CreateVolume: the
-// request's backup, admission, the job, its answers, local bases
-// (restore*.go).
+// restorer answers CreateVolume from a backup (restore*.go): the
+// request's backup parsed, the story (volume.Manager.Restore) called once.
 type restorer struct{ *core }
 
 // snapshotter serves the Controller service's snapshot RPCs: local
-// snapshots and backups, their uploads, listing, deletion, reporting
-// bases ready, and the background gc (snapshot*.go, backup_*.go, bases.go,
-// gc_background.go).
+// snapshots and backups (their stories are volume.Manager.TakeSnapshot and
+// Backup), listing, deletion, and the background gc (snapshot*.go,
+// backup_*.go, gc_background.go).
 type snapshotter struct{ *core }
 
 // groups serves the GroupController service (group_*.go).

@@ -26,10 +26,11 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	if err != nil {
 		return nil, err
 	}
-	if !d.vols.TryLock("snap:" + req.GetName()) {
-		return nil, errBusy(req.GetName())
+	unlock, err := lock(d.vols, snapshotNameLock(req.GetName()))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock("snap:" + req.GetName())
+	defer unlock()
 	if sp.Backup {
 		return d.createBackupSnapshot(ctx, req, sp)
 	}
@@ -40,60 +41,10 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap, true)}, nil
 }
 
-// localSnapshot returns the snapshot lvol called name of source, taking it
-// (frozen) if it does not exist yet, recording rec with its source's
-// filesystem facts (snapshotRecord). The same name of another source is
-// AlreadyExists; an unknown source is NotFound.
+// localSnapshot is volume.Manager.TakeSnapshot, its errors statuses.
 func (d *snapshotter) localSnapshot(ctx context.Context, name, sourceID string, rec volume.Record) (backend.LVol, error) {
-	if snap, err := d.pool.GetByName(ctx, backend.KindSnapshot, name); err == nil {
-		if err := takenByGroup(name, snap); err != nil {
-			return snap, err
-		}
-		if snap.SourceID != sourceID {
-			return snap, status.Errorf(codes.AlreadyExists, "snapshot %q exists for another volume (%s)", name, snap.SourceID)
-		}
-		return snap, nil
-	}
-	src, err := d.getVolume(ctx, sourceID)
-	if err != nil {
-		return src, snapshotError("", err)
-	}
-	if !d.vols.TryLock(src.ID) {
-		return src, errBusy(src.ID)
-	}
-	defer d.vols.Unlock(src.ID)
-	thaw, err := d.freezeStaged(ctx, src.ID)
-	if err != nil {
-		return src, err // a status: Aborted while another freeze holds it
-	}
-	snap, err := d.vols.CreateSnapshot(ctx, backend.CreateOptions{Name: name, SourceID: src.ID,
-		SizeBytes: src.SizeBytes}, snapshotRecord(src, rec))
-	thaw()
-	if err != nil {
-		return snap, snapshotError("snapshot lvol", err)
-	}
-	klog.InfoS("snapshot taken", "snapshot", snap.ID, "name", name, "source", src.ID)
-	return snap, nil
-}
-
-// takenByGroup is the AlreadyExists of a CreateSnapshot called name whose
-// lvol is a member of a group snapshot (named GROUP-N, freezeAndReflink:
-// single and group snapshots share the pool's snapshot names), so that the
-// member never answers for, nor is deleted as, another snapshot. nil when
-// snap is no group's member.
-func takenByGroup(name string, snap backend.LVol) error {
-	if g := volume.Of(snap).GroupName; g != "" {
-		return status.Errorf(codes.AlreadyExists, "snapshot name %q is taken by a member of group snapshot %q (a group's members are named GROUP-N); use another name", name, g)
-	}
-	return nil
-}
-
-// snapshotRecord is rec with the source's filesystem facts, so a volume
-// created from the snapshot is never formatted.
-func snapshotRecord(src backend.LVol, rec volume.Record) volume.Record {
-	s := volume.Of(src)
-	rec.FSType, rec.AccessType, rec.RestoredFrom = s.FSType, s.AccessType, s.RestoredFrom
-	return rec
+	snap, err := d.vols.TakeSnapshot(ctx, name, sourceID, rec)
+	return snap, snapshotError("", err)
 }
 
 // csiSnapshot describes a snapshot lvol.
@@ -109,10 +60,11 @@ func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapsho
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
-	if !d.vols.TryLock(id) {
-		return nil, errBusy(id)
+	unlock, err := lock(d.vols, lvolLock(id))
+	if err != nil {
+		return nil, err
 	}
-	defer d.vols.Unlock(id)
+	defer unlock()
 	if volume.IsBackupID(id) {
 		if err := d.deleteBackupSnapshot(ctx, id, req.GetSecrets()); err != nil {
 			return nil, err

@@ -56,7 +56,7 @@ func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsR
 // GetSnapshot describes one snapshot (CSI spec "GetSnapshot"): a backup is
 // read from its target with the request's secrets, whichever node or
 // cluster made it. Unknown ids are NotFound; a target or chain that cannot
-// be read is PermissionDenied, Unavailable, ... (chainCode).
+// be read is PermissionDenied, Unavailable, ... (familyCode).
 func (d *snapshotter) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
 	if req.GetSnapshotId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")

@@ -5,30 +5,20 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/chainvol/chainvol/pkg/backupid"
 )
 
-// MaxChainNameLen is the longest chain name in bytes: a Kubernetes
-// "NAMESPACE/NAME" (63 + 1 + 36 for a pvc-UUID) or a CSI volume name fits,
-// and the escaped key stays far below S3's 1024-byte key limit.
-const MaxChainNameLen = 100
+// MaxChainNameLen is the longest chain name in bytes (backupid.MaxChainLen).
+const MaxChainNameLen = backupid.MaxChainLen
 
 // ValidChainName returns nil if name can name a chain, else an error
-// wrapping ErrInvalidChain. A name is 1..100 bytes of [A-Za-z0-9._-]
-// segments separated by single '/', with no empty, "." or ".." segment
-// (like "NAMESPACE/NAME" or a CSI volume name "pvc-<uuid>").
+// wrapping ErrInvalidChain (backupid.CheckChain: 1..100 bytes of
+// [A-Za-z0-9._-] segments separated by single '/', with no empty, "." or
+// ".." segment).
 func ValidChainName(name string) error {
-	if name == "" || len(name) > MaxChainNameLen {
-		return fmt.Errorf("%w: chain name %q must be 1..%d bytes", ErrInvalidChain, name, MaxChainNameLen)
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%w: chain name %q has an empty, \".\" or \"..\" segment", ErrInvalidChain, name)
-		}
-		for i := 0; i < len(seg); i++ {
-			if !isNameByte(seg[i]) {
-				return fmt.Errorf("%w: chain name %q: byte %q not in [A-Za-z0-9._-/]", ErrInvalidChain, name, seg[i])
-			}
-		}
+	if err := backupid.CheckChain(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidChain, err)
 	}
 	return nil
 }
@@ -46,28 +36,18 @@ func NewBackupID(t time.Time) string {
 }
 
 // MaxBackupIDLen is the longest backup id in bytes.
-const MaxBackupIDLen = 64
+const MaxBackupIDLen = backupid.MaxBackupIDLen
 
 // ValidBackupID returns nil if id can name a backup, else an error wrapping
-// ErrInvalidChain: 1..64 bytes of [A-Za-z0-9._-] starting with a letter or
-// digit. "latest" is reserved for the newest backup.
+// ErrInvalidChain (backupid.CheckBackupID: 1..64 bytes of [A-Za-z0-9._-]
+// starting with a letter or digit; "latest" is reserved for the newest
+// backup).
 func ValidBackupID(id string) error {
-	if id == "" || len(id) > MaxBackupIDLen || id == "latest" || !isAlnum(id[0]) {
-		return fmt.Errorf("%w: backup id %q must be 1..%d bytes, start with a letter or digit, and not be \"latest\"", ErrInvalidChain, id, MaxBackupIDLen)
-	}
-	for i := 0; i < len(id); i++ {
-		if !isNameByte(id[i]) {
-			return fmt.Errorf("%w: backup id %q: byte %q not in [A-Za-z0-9._-]", ErrInvalidChain, id, id[i])
-		}
+	if err := backupid.CheckBackupID(id); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidChain, err)
 	}
 	return nil
 }
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func isNameByte(c byte) bool { return isAlnum(c) || c == '.' || c == '_' || c == '-' }
 
 // encodeChain turns a chain name into one key segment: letters, digits and
 // '-' stay, every other byte becomes "_xx" (lower-case hex). The result has
@@ -76,7 +56,7 @@ func encodeChain(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		if isAlnum(c) || c == '-' {
+		if backupid.IsAlnum(c) || c == '-' {
 			b.WriteByte(c)
 		} else {
 			fmt.Fprintf(&b, "_%02x", c)

@@ -6,8 +6,6 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // Sentinel errors of this package, returned wrapped (test with errors.Is).
@@ -24,23 +22,12 @@ var (
 	ErrBusy = errors.New("an operation on it is already in progress; retry later")
 )
 
-// Permanent reports whether err is one a retry cannot fix: a bad
-// reference, target, secret, chain name, key or option, a refused access,
-// an invalid pool request. A target that could not be reached (Unreachable)
-// never is. (pkg/driver answers these InvalidArgument or PermissionDenied.)
-func Permanent(err error) bool {
-	if Unreachable(err) {
-		return false
-	}
-	for _, p := range []error{target.ErrBadRef, target.ErrUnknownTarget, target.ErrBadSecret,
-		s3chain.ErrInvalidChain, store.ErrBadTarget, s3chain.ErrWrongKey, s3chain.ErrInvalidOptions,
-		store.ErrAccessDenied, backend.ErrInvalid, s3chain.ErrChainOwned} {
-		if errors.Is(err, p) {
-			return true
-		}
-	}
-	return false
-}
+// Permanent reports whether err is one a retry cannot fix
+// (Classify(err).Permanent()): a bad reference, target, secret, chain name,
+// key or option, a refused access, an invalid pool request, another
+// cluster's chain, a volume its chain cannot hold. A target that could not
+// be reached (Unreachable) never is.
+func Permanent(err error) bool { return Classify(err).Permanent() }
 
 // Final reports whether err fails a backup upload for good: the snapshot
 // is larger than its chain holds (s3chain.ErrVolumeTooLarge: the chain's

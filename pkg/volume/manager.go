@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/jobrec"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // Manager owns the lifecycle state of one node's volumes that is not on
@@ -66,6 +67,17 @@ type Config struct {
 	// PoolReserveBytes is the free space restores leave in the pool, in
 	// bytes; 0 means min(5% of the pool's filesystem, 1 GiB).
 	PoolReserveBytes int64
+	// Targets are the backup targets restores read from.
+	Targets *target.Set
+	// NoLocalBase makes every restore fetch every block from the target,
+	// never starting from a local snapshot of the chain (seedRestore).
+	NoLocalBase bool
+	// Observer hears of restores and backups (metrics, events, the
+	// driver's listing cache); nil hears nothing.
+	Observer Observer
+	// Freezer freezes a staged volume's filesystem for a snapshot
+	// (TakeSnapshot); it must be set for snapshots.
+	Freezer Freezer
 }
 
 // NewManager returns the manager of the lvols of pool.
@@ -115,16 +127,16 @@ func (m *Manager) StartJob(key, what string, fn func(context.Context, *Job) erro
 	return m.jobs.start(key, what, fn)
 }
 
-// StartGatedJob is StartJob for a job that runs fn only once Job.Open is
+// startGatedJob is StartJob for a job that runs fn only once Job.Open is
 // called (Wait opens it when it blocks); the caller must see that Open is
 // called on every path, or the job never runs.
-func (m *Manager) StartGatedJob(key, what string, fn func(context.Context, *Job) error) *Job {
+func (m *Manager) startGatedJob(key, what string, fn func(context.Context, *Job) error) *Job {
 	return m.jobs.startGated(key, what, fn)
 }
 
-// RunningJobs returns the jobs whose key starts with prefix and that have
-// not ended, in no order: what the metrics publish at each scrape.
-func (m *Manager) RunningJobs(prefix string) []*Job { return m.jobs.running(prefix) }
+// RunningRestores returns the restore jobs that have not ended, in no
+// order: what the metrics publish at each scrape.
+func (m *Manager) RunningRestores() []*Job { return m.jobs.running(RestoreKey("")) }
 
 // ForgetJob drops a finished job so that a later call starts afresh.
 func (m *Manager) ForgetJob(key string) { m.jobs.forget(key) }
@@ -136,13 +148,13 @@ func (m *Manager) StopJob(key string) { m.jobs.stop(key) }
 // upload outlives the driver (and its pool) that started it.
 func (m *Manager) StopAll() { m.jobs.stopAll() }
 
-// SetFailure keeps err as the final error of the restore of the volume
-// called name, for the next call of that name (TakeFailure).
-func (m *Manager) SetFailure(name string, err error) { m.failures.Store(name, err) }
+// setFailure keeps err as the final error of the restore of the volume
+// called name, for the next call of that name (takeFailure).
+func (m *Manager) setFailure(name string, err error) { m.failures.Store(name, err) }
 
-// TakeFailure returns and forgets the kept final error of the restore of
+// takeFailure returns and forgets the kept final error of the restore of
 // the volume called name; nil when there is none.
-func (m *Manager) TakeFailure(name string) error {
+func (m *Manager) takeFailure(name string) error {
 	if v, ok := m.failures.LoadAndDelete(name); ok {
 		return v.(error)
 	}
@@ -154,9 +166,9 @@ func (m *Manager) CheckpointPath(id string) string {
 	return filepath.Join(m.cfg.StateDir, "restores", id+".checkpoint")
 }
 
-// RestoreBasePath is where restoring volume id records the image its data
+// restoreBasePath is where restoring volume id records the image its data
 // file was seeded with; it exists only once the seed is durable.
-func (m *Manager) RestoreBasePath(id string) string {
+func (m *Manager) restoreBasePath(id string) string {
 	return filepath.Join(m.cfg.StateDir, "restores", id+".base")
 }
 
@@ -166,11 +178,11 @@ func (m *Manager) ImageRecordPath(id string) string {
 	return filepath.Join(m.cfg.StateDir, "images", id+".json")
 }
 
-// DropRestoreState removes the checkpoint and seed record of volume id's
+// dropRestoreState removes the checkpoint and seed record of volume id's
 // restore: it finished, failed or was cancelled.
-func (m *Manager) DropRestoreState(id string) {
+func (m *Manager) dropRestoreState(id string) {
 	_ = os.Remove(m.CheckpointPath(id))
-	_ = os.Remove(m.RestoreBasePath(id))
+	_ = os.Remove(m.restoreBasePath(id))
 }
 
 // CreateSnapshot creates a snapshot lvol recording rec (o.Labels is

@@ -191,11 +191,11 @@ func TestLocksAndFailures(t *testing.T) {
 	if peak := peak.Load(); peak != 1 {
 		t.Fatalf("%d uploads of one chain ran at once", peak)
 	}
-	m.SetFailure("pvc-1", fmt.Errorf("restore failed: %w", ErrBusy))
-	if err := m.TakeFailure("pvc-1"); !errors.Is(err, ErrBusy) {
+	m.setFailure("pvc-1", fmt.Errorf("restore failed: %w", ErrBusy))
+	if err := m.takeFailure("pvc-1"); !errors.Is(err, ErrBusy) {
 		t.Fatalf("kept failure: %v", err)
 	}
-	if err := m.TakeFailure("pvc-1"); err != nil {
+	if err := m.takeFailure("pvc-1"); err != nil {
 		t.Fatalf("failure reported twice: %v", err)
 	}
 }

@@ -48,10 +48,10 @@ type Record struct {
 	BackupRef string
 	// Upload is the state of that backup's upload.
 	Upload UploadState
-	// UploadError is the cause of a failed upload; UploadCode the gRPC
-	// code name the driver mapped it to (kept as text: this package knows
-	// no gRPC).
-	UploadError, UploadCode string
+	// UploadError is the cause of a failed upload, UploadClass its class
+	// (Classify), from which the driver's answer takes its code.
+	UploadError string
+	UploadClass Class
 	// UploadDoneAt is when the upload finished (UTC, nanoseconds): the last
 	// one done of a chain is its latest backup and next base. Zero until
 	// then, and on snapshots of older drivers.
@@ -71,6 +71,11 @@ type Record struct {
 	// manifests' groupId), GroupName the CO's name of the group, and
 	// GroupMember the member's name in the manifest: its chain.
 	GroupID, GroupName, GroupMember string
+
+	// legacyCode is the gRPC code name an older driver recorded for a
+	// failed upload (label backupCode), read into UploadClass; the next
+	// Patch replaces it by the class label.
+	legacyCode string
 }
 
 // Access types of Record.AccessType.
@@ -131,7 +136,8 @@ const (
 	labelBackupRef        = "backupRef"
 	labelBackupState      = "backupState"
 	labelBackupError      = "backupError"
-	labelBackupCode       = "backupCode"
+	labelBackupClass      = "backupErrorClass"
+	labelBackupCode       = "backupCode" // read only: older drivers' gRPC code name
 	labelBackupDoneAt     = "backupDoneAt"
 	labelBackupFailedAt   = "backupFailedAt"
 	labelBackupUnreported = "backupUnreported"
@@ -161,7 +167,7 @@ func (r *Record) fields() []struct {
 		{labelFSType, &r.FSType}, {labelAccessType, &r.AccessType}, {labelRestoredFrom, &r.RestoredFrom},
 		{labelRestoreRef, &r.RestoreRef}, {labelParams, &r.ParamsDigest},
 		{labelPVCName, &r.PVCName}, {labelPVCNamespace, &r.PVCNamespace}, {labelPVName, &r.PVName},
-		{labelBackupRef, &r.BackupRef}, {labelBackupError, &r.UploadError}, {labelBackupCode, &r.UploadCode},
+		{labelBackupRef, &r.BackupRef}, {labelBackupError, &r.UploadError},
 		{labelGroupID, &r.GroupID}, {labelGroupName, &r.GroupName}, {labelGroupMember, &r.GroupMember},
 	}
 }
@@ -180,6 +186,7 @@ func (r Record) Encode() map[string]string {
 	}
 	set(labelState, string(r.Phase))
 	set(labelBackupState, string(r.Upload))
+	set(labelBackupClass, string(r.UploadClass))
 	if r.RestoreAllocBytes > 0 {
 		set(labelRestoreAlloc, strconv.FormatInt(r.RestoreAllocBytes, 10))
 	}
@@ -212,6 +219,10 @@ func Decode(labels map[string]string) Record {
 	}
 	r.Phase = Phase(labels[labelState])
 	r.Upload = UploadState(labels[labelBackupState])
+	r.UploadClass = Class(labels[labelBackupClass])
+	if r.legacyCode = labels[labelBackupCode]; r.UploadClass == ClassNone {
+		r.UploadClass = legacyCodeClass(r.legacyCode)
+	}
 	r.RestoreAllocBytes, _ = strconv.ParseInt(labels[labelRestoreAlloc], 10, 64)
 	r.BlockSize, _ = strconv.ParseInt(labels[labelBackupBlockSize], 10, 64)
 	if t, err := time.Parse(doneAtFormat, labels[labelBackupDoneAt]); err == nil {
@@ -227,9 +238,14 @@ func Decode(labels map[string]string) Record {
 
 // Patch returns the label changes that turn a record old into r, in the
 // form backend.Pool.SetLabels takes: changed keys with their new value,
-// removed keys with "" (which deletes them).
+// removed keys with "" (which deletes them). An older driver's code label
+// on old goes, its class written in its place.
 func (r Record) Patch(old Record) map[string]string {
 	from, to := old.Encode(), r.Encode()
+	if old.legacyCode != "" {
+		delete(from, labelBackupClass)
+		from[labelBackupCode] = old.legacyCode
+	}
 	p := map[string]string{}
 	for k, v := range to {
 		if from[k] != v {

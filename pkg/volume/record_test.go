@@ -36,7 +36,7 @@ var oldLabels = []struct {
 	{"backup failed", map[string]string{"hidden": "true", "backupRef": "backup:default:c@b3", "backupState": "failed",
 		"backupError": "put block: connection refused", "backupCode": "Unavailable", "backupUnreported": "true"},
 		Record{Hidden: true, BackupRef: "backup:default:c@b3", Upload: UploadFailed,
-			UploadError: "put block: connection refused", UploadCode: "Unavailable", Unreported: true}},
+			UploadError: "put block: connection refused", UploadClass: ClassUnreachable, Unreported: true, legacyCode: "Unavailable"}},
 	{"group member", map[string]string{"groupId": "g-20261129T101500Z-0a1b2c3d4e5f", "groupName": "snap-group-1", "groupMember": "shop/db",
 		"restoredFrom": "default:c@b1"},
 		Record{GroupID: "g-20261129T101500Z-0a1b2c3d4e5f", GroupName: "snap-group-1", GroupMember: "shop/db", RestoredFrom: "default:c@b1"}},
@@ -56,8 +56,14 @@ func TestDecodeOldLabels(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: decoded\n%+v, want\n%+v", tc.name, got, tc.want)
 		}
-		if enc := Decode(tc.labels).Encode(); !maps.Equal(enc, tc.labels) {
-			t.Errorf("%s: re-encoded to %v, want %v", tc.name, enc, tc.labels)
+		want := tc.labels
+		if code := tc.labels["backupCode"]; code != "" { // a gRPC code name: encoded as its class
+			want = maps.Clone(tc.labels)
+			delete(want, "backupCode")
+			want["backupErrorClass"] = string(legacyCodeClass(code))
+		}
+		if enc := Decode(tc.labels).Encode(); !maps.Equal(enc, want) {
+			t.Errorf("%s: re-encoded to %v, want %v", tc.name, enc, want)
 		}
 	}
 }
@@ -66,7 +72,7 @@ func TestDecodeOldLabels(t *testing.T) {
 func TestRecordRoundTrip(t *testing.T) {
 	r := Record{AccessType: AccessBlock, FSType: "xfs", RestoredFrom: "a:b@c", Phase: PhaseRestoring, RestoreRef: "a:b@c",
 		RestoreAllocBytes: 4096, ParamsDigest: "d", PVCName: "n", PVCNamespace: "ns", PVName: "pv", Hidden: true,
-		BackupRef: "backup:a:b@c", Upload: UploadFailed, UploadError: "e", UploadCode: "Aborted",
+		BackupRef: "backup:a:b@c", Upload: UploadFailed, UploadError: "e", UploadClass: ClassBusy,
 		UploadDoneAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Unreported: true, BlockSize: 65536,
 		UploadFailedAt: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC), GroupID: "g", GroupName: "gn", GroupMember: "m"}
 	if got := Decode(r.Encode()); got != r {
@@ -97,14 +103,31 @@ func TestDoneAtSortsAsText(t *testing.T) {
 // TestPatch: a patch sets what changed and deletes (empty value) what
 // was cleared, nothing else.
 func TestPatch(t *testing.T) {
-	old := Record{Upload: UploadFailed, UploadError: "boom", UploadCode: "Unavailable", BackupRef: "backup:a:b@c", Hidden: true}
+	old := Record{Upload: UploadFailed, UploadError: "boom", UploadClass: ClassUnreachable, BackupRef: "backup:a:b@c", Hidden: true}
 	r := old
-	r.Upload, r.UploadError, r.UploadCode, r.UploadDoneAt = Uploaded, "", "", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	want := map[string]string{"backupState": "done", "backupError": "", "backupCode": "", "backupDoneAt": "20260101T000000.000000000Z"}
+	r.Upload, r.UploadError, r.UploadClass, r.UploadDoneAt = Uploaded, "", "", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := map[string]string{"backupState": "done", "backupError": "", "backupErrorClass": "", "backupDoneAt": "20260101T000000.000000000Z"}
 	if got := r.Patch(old); !maps.Equal(got, want) {
 		t.Errorf("patch %v, want %v", got, want)
 	}
 	if got := old.Patch(old); len(got) != 0 {
 		t.Errorf("patch of an unchanged record: %v", got)
+	}
+}
+
+// TestPatchLegacyCode: the gRPC code an older driver recorded for a failed
+// upload reads as its class, and the next patch replaces the code label by
+// the class label, whatever else it changes.
+func TestPatchLegacyCode(t *testing.T) {
+	old := Decode(map[string]string{"backupRef": "backup:a:b@c", "backupState": "failed", "backupError": "boom",
+		"backupCode": "ResourceExhausted"})
+	if old.UploadClass != ClassNoSpace {
+		t.Fatalf("class %q, want %q", old.UploadClass, ClassNoSpace)
+	}
+	r := old
+	r.Upload = Uploading
+	want := map[string]string{"backupState": "uploading", "backupCode": "", "backupErrorClass": "no-space"}
+	if got := r.Patch(old); !maps.Equal(got, want) {
+		t.Errorf("patch %v, want %v", got, want)
 	}
 }

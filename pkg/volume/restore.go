@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -26,7 +23,7 @@ const (
 	retryMax   = 30 * time.Second
 )
 
-// Restore fills restoring volume lv with backup ref (concrete: chain
+// replay fills restoring volume lv with backup ref (concrete: chain
 // resolved, selector resolved) from repo, or when repo is nil from the
 // repository open returns (called once, on the first try), then records it
 // ready (PhaseReady, a detected fsType). It runs until it succeeds or fails
@@ -39,7 +36,7 @@ const (
 // whose backend.ErrNoSpace is returned as the error. Errors: those of
 // open and Repo.Restore (s3chain.ErrCorruptBlock, ErrBackupNotFound, ...),
 // backend.ErrNoSpace, context.Canceled when the job is stopped.
-func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo, open func(context.Context) (*s3chain.Repo, error)) error {
+func (m *Manager) replay(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo, open func(context.Context) (*s3chain.Repo, error)) error {
 	j.SetSubject(lv.ID)
 	j.SetBackup(ref.String())
 	ctx, stop := context.WithCancelCause(ctx)
@@ -55,7 +52,7 @@ func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 			}
 		}
 		if err == nil {
-			err = m.restore(ctx, j, lv, ref, repo)
+			err = m.replayOnce(ctx, j, lv, ref, repo)
 		}
 		if cause := context.Cause(ctx); cause != nil {
 			return cause
@@ -79,9 +76,9 @@ func (m *Manager) Restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 	}
 }
 
-// restore replays the backup from repo into the lvol, resumably, then
+// replayOnce replays the backup from repo into the lvol, resumably, then
 // marks it ready.
-func (m *Manager) restore(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo) error {
+func (m *Manager) replayOnce(ctx context.Context, j *Job, lv backend.LVol, ref target.Ref, repo *s3chain.Repo) error {
 	path, err := m.pool.DataPath(lv.ID)
 	if err != nil {
 		return err
@@ -95,7 +92,7 @@ func (m *Manager) restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 	if err != nil {
 		return err
 	}
-	_ = os.Remove(m.RestoreBasePath(lv.ID))
+	_ = os.Remove(m.restoreBasePath(lv.ID))
 	detected := ""
 	if mode, _ := s3chain.NormalizeVolumeMode(man.VolumeMode); man.FSType == "" && mode != s3chain.VolumeModeBlock {
 		detected, _ = s3chain.DetectFSType(ctx, path)
@@ -116,7 +113,7 @@ func (m *Manager) restore(ctx context.Context, j *Job, lv backend.LVol, ref targ
 // seededBase returns the image the data file of lv was seeded with, or
 // nil for a full restore.
 func (m *Manager) seededBase(lv backend.LVol) *s3chain.Image {
-	im, err := s3chain.ReadImage(m.RestoreBasePath(lv.ID))
+	im, err := s3chain.ReadImage(m.restoreBasePath(lv.ID))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		klog.ErrorS(err, "restore base record unreadable: full restore", "volume", lv.ID)
 	}
@@ -124,19 +121,4 @@ func (m *Manager) seededBase(lv backend.LVol) *s3chain.Image {
 		return nil
 	}
 	return im
-}
-
-// Unreachable reports whether err says the backup target could not be
-// reached or answered "try later": store.ErrTransient (throttling, 5xx,
-// network, after the store's own retries), or a network error the store
-// did not classify (connection refused or reset, a dial or I/O timeout).
-// A cancelled or expired request context is not: it is the caller's.
-func Unreachable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var ne net.Error
-	return errors.Is(err, store.ErrTransient) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
 }

@@ -78,7 +78,7 @@ func (e *restoreEnv) reserve(t *testing.T, name string) backend.LVol {
 // restore runs Manager.Restore in a job and returns its error.
 func (e *restoreEnv) restore(lv backend.LVol, open func(context.Context) (*s3chain.Repo, error)) (*Job, error) {
 	j := e.m.StartJob("restore:"+lv.Name, "restore of "+e.ref.String(), func(ctx context.Context, j *Job) error {
-		return e.m.Restore(ctx, j, lv, e.ref, nil, open)
+		return e.m.replay(ctx, j, lv, e.ref, nil, open)
 	})
 	<-j.Done()
 	return j, j.Err()
@@ -147,7 +147,7 @@ func TestRestoreStopsWithItsJob(t *testing.T) {
 	e.store.Add(storetest.Fault{Op: storetest.OpGet, Key: isBlock, Err: fmt.Errorf("%w: connection reset", store.ErrTransient)})
 	waiting := make(chan struct{})
 	j := e.m.StartJob("restore:"+lv.Name, "restore of "+e.ref.String(), func(ctx context.Context, j *Job) error {
-		return e.m.Restore(ctx, j, lv, e.ref, e.repo, func(context.Context) (*s3chain.Repo, error) {
+		return e.m.replay(ctx, j, lv, e.ref, e.repo, func(context.Context) (*s3chain.Repo, error) {
 			t.Error("a restore given its repository opened the target again")
 			return e.repo, nil
 		})

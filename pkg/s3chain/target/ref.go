@@ -1,109 +1,26 @@
 package target
 
-import (
-	"errors"
-	"fmt"
-	"strings"
-	"time"
+import "github.com/chainvol/chainvol/pkg/backupid"
 
-	"github.com/chainvol/chainvol/pkg/s3chain"
-)
+// References live in the leaf package backupid, so that its codec and the
+// driver's parameters need no store; these names keep target's callers.
 
-// ErrBadRef: a backup reference is malformed.
-var ErrBadRef = errors.New("invalid backup reference")
+// ErrBadRef: a backup reference is malformed (backupid.ErrBadRef).
+var ErrBadRef = backupid.ErrBadRef
 
 // Latest as a reference's backup names the chain's newest backup.
-const Latest = "latest"
+const Latest = backupid.Latest
 
-// Selector prefixes of a reference's BACKUP part besides an id and Latest.
+// Selector prefixes of a reference's BACKUP part (backupid.BeforePrefix,
+// backupid.GroupPrefix).
 const (
-	// BeforePrefix + an RFC 3339 time T ("before:2026-11-29T10:15:00+01:00")
-	// names the chain's newest backup created at or before T.
-	BeforePrefix = "before:"
-	// GroupPrefix + a group id names the chain's backup made by that group
-	// backup (its manifest's groupId).
-	GroupPrefix = "group:"
+	BeforePrefix = backupid.BeforePrefix
+	GroupPrefix  = backupid.GroupPrefix
 )
 
-// Ref points at one backup: "[TARGET:]CHAIN@BACKUP", BACKUP a backup id,
-// "latest", "before:RFC3339" or "group:ID". Chain names hold no ':' or '@'
-// (s3chain.ValidChainName), so the first '@' ends the chain.
-type Ref struct {
-	Target string // "" = the default target
-	Chain  string
-	Backup string
-}
+// Ref points at one backup: "[TARGET:]CHAIN@BACKUP" (backupid.Ref).
+type Ref = backupid.Ref
 
-// String formats the reference as ParseRef reads it.
-func (r Ref) String() string {
-	s := r.Chain + "@" + r.Backup
-	if r.Target != "" {
-		s = r.Target + ":" + s
-	}
-	return s
-}
-
-// Before returns T of a "before:T" reference and true, else false.
-func (r Ref) Before() (time.Time, bool) {
-	s, ok := strings.CutPrefix(r.Backup, BeforePrefix)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
-}
-
-// Group returns the group id of a "group:ID" reference and true, else false.
-func (r Ref) Group() (string, bool) { return strings.CutPrefix(r.Backup, GroupPrefix) }
-
-// Concrete reports whether the reference names a backup id (no selector).
-func (r Ref) Concrete() bool {
-	return r.Backup != Latest && !strings.HasPrefix(r.Backup, BeforePrefix) && !strings.HasPrefix(r.Backup, GroupPrefix)
-}
-
-const refForm = "the form is [TARGET:]CHAIN@BACKUP, BACKUP a backup id, latest, before:RFC3339 or group:ID"
-
-// ParseRef reads "[TARGET:]CHAIN@BACKUP". Errors wrap ErrBadRef and say
-// what a valid reference looks like.
-func ParseRef(s string) (Ref, error) {
-	var r Ref
-	head, backup, ok := strings.Cut(s, "@")
-	if !ok {
-		return r, fmt.Errorf("%w %q: missing @BACKUP; %s", ErrBadRef, s, refForm)
-	}
-	chain := head
-	if t, after, ok := strings.Cut(head, ":"); ok {
-		if !namePattern.MatchString(t) {
-			return r, fmt.Errorf("%w %q: target %q must be 1-16 [a-z0-9-]; %s", ErrBadRef, s, t, refForm)
-		}
-		r.Target, chain = t, after
-	}
-	if err := s3chain.ValidChainName(chain); err != nil {
-		return r, fmt.Errorf("%w %q: %v", ErrBadRef, s, err)
-	}
-	if err := validSelector(backup); err != nil {
-		return r, fmt.Errorf("%w %q: %v; %s", ErrBadRef, s, err, refForm)
-	}
-	r.Chain, r.Backup = chain, backup
-	return r, nil
-}
-
-// validSelector checks the BACKUP part of a reference.
-func validSelector(b string) error {
-	if t, ok := strings.CutPrefix(b, BeforePrefix); ok {
-		if _, err := time.Parse(time.RFC3339Nano, t); err != nil {
-			return fmt.Errorf("%q is not an RFC 3339 time like 2026-11-29T10:15:00Z or 2026-11-29T11:15:00+01:00", t)
-		}
-		return nil
-	}
-	if g, ok := strings.CutPrefix(b, GroupPrefix); ok {
-		if err := s3chain.ValidBackupID(g); err != nil {
-			return fmt.Errorf("group id: %v", err)
-		}
-		return nil
-	}
-	if b == Latest {
-		return nil
-	}
-	return s3chain.ValidBackupID(b)
-}
+// ParseRef reads "[TARGET:]CHAIN@BACKUP" (backupid.ParseRef). Errors wrap
+// ErrBadRef.
+func ParseRef(s string) (Ref, error) { return backupid.ParseRef(s) }

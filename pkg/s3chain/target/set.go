@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
@@ -18,10 +18,6 @@ var ErrUnknownTarget = errors.New("unknown backup target")
 
 // DefaultName names the embedded default target when none is configured.
 const DefaultName = "default"
-
-// namePattern is the shape of a target name: short, and free of ':' and '@'
-// so that it can lead a reference.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?$`)
 
 // Target is one named backup target URL (see store.Open for URLs).
 type Target struct {
@@ -52,7 +48,7 @@ func NewSet(specs []string, defaultURL string, fileSecrets Secrets) (*Set, error
 	seen := map[string]bool{}
 	for _, spec := range specs {
 		name, url, ok := strings.Cut(spec, "=")
-		if !ok || !namePattern.MatchString(name) || url == "" {
+		if !ok || !backupid.ValidTargetName(name) || url == "" {
 			return nil, fmt.Errorf("backup target %q must be NAME=URL with NAME of 1-16 [a-z0-9-]", spec)
 		}
 		if err := store.CheckURL(url); err != nil {
