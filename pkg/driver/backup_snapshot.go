@@ -18,9 +18,12 @@ import (
 // retried under that id.
 func (d *snapshotter) createBackupSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest, sp snapshotParams) (*csi.CreateSnapshotResponse, error) {
 	b, err := d.vols.Backup(ctx, volume.BackupRequest{Name: req.GetName(), SourceID: req.GetSourceVolumeId(),
-		Target: sp.BackupTarget, BlockSize: sp.BlockSize, Secrets: req.GetSecrets()})
+		Target: sp.BackupTarget, BlockSize: sp.BlockSize, Secrets: req.GetSecrets(), Retention: sp.Retention})
 	if err != nil {
 		return nil, snapshotError("", err)
+	}
+	if b.Ready && sp.Retention != nil {
+		d.scheduleRetention(ctx, b.ID, req.GetSecrets())
 	}
 	return &csi.CreateSnapshotResponse{Snapshot: backupSnapshot(b)}, nil
 }

@@ -55,6 +55,9 @@ type core struct {
 	// (gc_background.go).
 	gc        *gcScheduler
 	gcMetrics *gcMetrics
+	// retentionMetrics count what the class retention policies did
+	// (retention.go).
+	retentionMetrics *retentionMetrics
 }
 
 // New builds a driver over an open pool. mounter and exec are injected so
@@ -96,6 +99,7 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	c.snapshotter, c.groups, c.node = &snapshotter{core: c}, &groups{core: c}, &node{core: c}
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)
 	c.gcMetrics = newGCMetrics(c.metrics.registry)
+	c.retentionMetrics = newRetentionMetrics(c.metrics.registry)
 	return &Driver{core: c}, nil
 }
 

@@ -139,7 +139,8 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 	return m
 }
 
-// collect is the gcScheduler's run: one Repo.GC of the chain, logged and
+// collect is the gcScheduler's run: the chain's retention policy
+// (retention.go), then one Repo.GC of the chain, logged and
 // counted. It asks for a retry when a backup of the chain was running (the
 // gc skipped it) or the target failed.
 func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
@@ -150,6 +151,9 @@ func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]s
 	repo, err := d.targets.Open(ctx, k.target, secrets)
 	var st s3chain.GCStats
 	if err == nil {
+		if rerr := d.applyRetention(ctx, repo, k, secrets); rerr != nil {
+			klog.ErrorS(rerr, "retention pass failed; the gc goes on, the policy is applied again at the chain's next ready backup", "target", k.target, "chain", k.chain)
+		}
 		st, err = repo.GC(ctx, s3chain.GCOptions{Chain: k.chain, MinAge: d.gc.minAge})
 		if err == nil && d.gc.sweepDue(k.target) {
 			st.TempFiles, st.TempBytes, err = repo.SweepTemps(ctx, d.gc.minAge)

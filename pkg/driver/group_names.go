@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -24,8 +25,9 @@ import (
 // creation time as groupStatus answers it, and members) before its first
 // answer, and before the sweep may delete a member (groupStatus clears
 // Unreported); a group of local snapshots needs none. Errors: those of
-// the state directory.
-func (d *groups) recordGroup(name string, members []backend.LVol) error {
+// the state directory. p is the class's retention policy (nil: none),
+// which the background gc applies to the group as a whole (retention.go).
+func (d *groups) recordGroup(name string, members []backend.LVol, p *retention.Policy) error {
 	first := volume.Of(members[0])
 	if !first.IsBackup() {
 		return nil
@@ -33,7 +35,7 @@ func (d *groups) recordGroup(name string, members []backend.LVol) error {
 	if r, ok, err := d.vols.LookupBackupGroup(name); err != nil || ok && r.GroupID == first.GroupID {
 		return err
 	}
-	r := volume.BackupName{Name: name, GroupID: first.GroupID, CreatedAt: members[0].CreatedAt}
+	r := volume.BackupName{Name: name, GroupID: first.GroupID, CreatedAt: members[0].CreatedAt, Retention: p}
 	for _, m := range members {
 		r.Members = append(r.Members, volume.BackupName{SnapshotID: volume.Of(m).BackupRef, SourceVolumeID: m.SourceID})
 	}

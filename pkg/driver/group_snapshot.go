@@ -62,6 +62,7 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	if g, err := d.recordedGroup(ctx, req, ids); err != nil {
 		return nil, err
 	} else if g != nil {
+		d.groupRetention(ctx, g, sp, req.GetSecrets())
 		return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
 	}
 	members, err := d.groupMembers(ctx, req.GetName(), ids)
@@ -73,13 +74,14 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 			return nil, err
 		}
 	}
-	if err := d.recordGroup(req.GetName(), members); err != nil {
+	if err := d.recordGroup(req.GetName(), members, sp.Retention); err != nil {
 		return nil, snapshotError("", err)
 	}
 	g, err := d.groupStatus(ctx, members, req.GetSecrets())
 	if err != nil {
 		return nil, err
 	}
+	d.groupRetention(ctx, g, sp, req.GetSecrets())
 	return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
 }
 
@@ -221,4 +223,15 @@ func (d *groups) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteV
 		}
 	}
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
+}
+
+// groupRetention arms the retention pass of each member's chain once the
+// group is ready, if its class has a policy (retention.go).
+func (d *groups) groupRetention(ctx context.Context, g *csi.VolumeGroupSnapshot, sp snapshotParams, secrets map[string]string) {
+	if !g.GetReadyToUse() || sp.Retention == nil {
+		return
+	}
+	for _, s := range g.GetSnapshots() {
+		d.scheduleRetention(ctx, s.GetSnapshotId(), secrets)
+	}
 }

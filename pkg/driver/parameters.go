@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/retention"
 )
 
 // Parameter keys of CreateVolume (StorageClass parameters).
@@ -97,17 +99,32 @@ type snapshotParams struct {
 	Backup       bool
 	BackupTarget string
 	BlockSize    int64 // bytes; 0: the chain's (ParamBlockSize)
+	// Retention is the class's retention policy (keepLast, ...); nil when
+	// it sets none (parameters_retention.go).
+	Retention *retention.Policy
 }
 
 // validSnapshotParams are the keys a VolumeSnapshotClass may set.
-var validSnapshotParams = []string{ParamBackup, ParamBackupTarget, ParamBlockSize}
+var validSnapshotParams = append([]string{ParamBackup, ParamBackupTarget, ParamBlockSize}, retentionParams...)
 
-// parseSnapshotParams validates CreateSnapshot parameters; unknown keys and
-// a backup value other than "true"/"false" are InvalidArgument.
+// parseSnapshotParams validates CreateSnapshot parameters; unknown keys,
+// a backup value other than "true"/"false", a bad retention rule and a
+// retention rule without backup "true" are InvalidArgument naming the key.
 func parseSnapshotParams(params map[string]string) (snapshotParams, error) {
 	var p snapshotParams
+	var rp retention.Policy
 	for k, v := range params {
 		switch {
+		case slices.Contains(retentionParams, k):
+			if err := parseRetentionParam(&rp, k, v); err != nil {
+				return p, err
+			}
+			if !rp.Empty() {
+				p.Retention = &rp
+			}
+			if params[ParamBackup] != "true" {
+				return p, status.Errorf(codes.InvalidArgument, "parameter %s needs %s: \"true\" (a retention policy applies to backups)", k, ParamBackup)
+			}
 		case strings.HasPrefix(k, reservedPrefix):
 		case k == ParamBackup:
 			if v != "true" && v != "false" {

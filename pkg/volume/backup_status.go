@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/backupid"
+	"github.com/chainvol/chainvol/pkg/retention"
 )
 
 // BackupStatus answers a retried CreateSnapshot of backup snapshot snap:
@@ -106,7 +107,7 @@ func (m *Manager) reportedReady(ctx context.Context, snap backend.LVol) {
 		return
 	}
 	if rec.GroupID == "" {
-		if err := m.ensureBackupName(snap); err != nil {
+		if err := m.ensureBackupName(snap, nil); err != nil {
 			klog.ErrorS(err, "record backup snapshot name", "snapshot", snap.ID)
 			return // still unreported: the sweep keeps the lvol until a retry records it
 		}
@@ -126,13 +127,15 @@ func (m *Manager) reportedReady(ctx context.Context, snap backend.LVol) {
 	m.SweepBases(ctx)
 }
 
-// ensureBackupName writes the record of backup snapshot snap's name unless
-// it names snap's backup already.
-func (m *Manager) ensureBackupName(snap backend.LVol) error {
+// ensureBackupName writes the record of backup snapshot snap's name, with
+// retention policy p (nil: none), unless it names snap's backup already. A
+// record rewritten by reportedReady (lost after a crash) has no policy: the
+// backup is then kept, never dropped by a policy it may not have had.
+func (m *Manager) ensureBackupName(snap backend.LVol, p *retention.Policy) error {
 	rec := Of(snap)
 	r, ok, err := m.LookupBackupName(snap.Name)
 	if err != nil || ok && r.SnapshotID == rec.BackupRef {
 		return err
 	}
-	return m.RecordBackupName(BackupName{Name: snap.Name, SnapshotID: rec.BackupRef, SourceVolumeID: snap.SourceID})
+	return m.RecordBackupName(BackupName{Name: snap.Name, SnapshotID: rec.BackupRef, SourceVolumeID: snap.SourceID, Retention: p})
 }

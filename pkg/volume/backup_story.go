@@ -10,6 +10,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/backupid"
+	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
@@ -28,6 +29,9 @@ type BackupRequest struct {
 	BlockSize int64
 	// Secrets are the call's credentials for the target; never stored.
 	Secrets map[string]string
+	// Retention is the class's retention policy, recorded with the name
+	// (BackupName.Retention) for the driver's background gc; nil: none.
+	Retention *retention.Policy
 }
 
 // Backup describes one backup snapshot as the stories answer it: its
@@ -95,7 +99,7 @@ func (m *Manager) Backup(ctx context.Context, req BackupRequest) (Backup, error)
 	// The name's record before the id is first answered. A crash or error
 	// before it leaves the lvol, unreported, which the sweep keeps and a
 	// retry finds by name; reportedReady writes the record then.
-	if err := m.ensureBackupName(snap); err != nil {
+	if err := m.ensureBackupName(snap, req.Retention); err != nil {
 		return Backup{}, err
 	}
 	m.StartUpload(snap, ref, req.Secrets)

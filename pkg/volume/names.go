@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/internal/durable"
+	"github.com/chainvol/chainvol/pkg/retention"
 )
 
 // A backup's snapshot name outlives its local snapshot lvol: the sweep
@@ -54,6 +55,11 @@ type BackupName struct {
 	GroupID   string       `json:"groupId,omitempty"`
 	CreatedAt time.Time    `json:"createdAt,omitzero"`
 	Members   []BackupName `json:"members,omitempty"`
+	// Retention is the retention policy of the request's class (snapshot
+	// parameters keepLast, ...): the driver's background gc drops the
+	// backups of the chain made with a policy that it no longer keeps
+	// (pkg/driver retention.go). nil: made without one, never dropped.
+	Retention *retention.Policy `json:"retention,omitempty"`
 }
 
 // nameStore holds the BackupName records of one directory, loaded on

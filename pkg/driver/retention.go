@@ -1,0 +1,205 @@
+package driver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/pkg/retention"
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/volume"
+)
+
+// A backup class's retention policy (parameters keepLast, ...) is applied
+// by the background gc of each chain, before its Repo.GC, once a backup
+// made with a policy is answered ready (so the chain's gc delay, -gc-delay,
+// coalesces a schedule's rounds). The policy owns the backups made with
+// it: only those (their name records carry it: volume.BackupName.Retention)
+// are candidates, decided by pkg/retention over the chain's backups made
+// with a policy, under the policy of the newest of them (a class edited
+// later applies from its next backup). A dropped backup is deleted as
+// DeleteSnapshot deletes it (local snapshots, target, name record), which
+// leaves its VolumeSnapshot and VolumeSnapshotContent naming a backup that
+// is gone: docs/operator.md "Retention in the driver" says so; restoring
+// from it is NotFound, deleting it succeeds. Never deleted: a backup under
+// S3 Object Lock retention (skipped and counted), one whose call lock is
+// held (a DeleteSnapshot or restore in progress), a group member while any
+// member's chain keeps the group (groups are kept or dropped together).
+
+// scheduleRetention arms the background gc of the chain of backup
+// snapshot id, whose pass applies the chain's retention policy first.
+func (d *core) scheduleRetention(ctx context.Context, id string, secrets map[string]string) {
+	ref, err := volume.ParseBackupID(id)
+	if err != nil {
+		return
+	}
+	if repo, err := d.targets.Open(ctx, ref.Target, secrets); err == nil {
+		if r, err := volume.ResolveChain(ctx, repo, ref); err == nil {
+			ref = r
+		}
+	}
+	d.gc.schedule(gcKey{ref.Target, ref.Chain}, secrets) // as deleteBackupSnapshot keys it
+}
+
+// retentionPass is one application of the policies to a chain.
+type retentionPass struct {
+	d       *snapshotter
+	repo    *s3chain.Repo
+	target  string
+	secrets map[string]string
+	// decided memoizes decide per chain: the verdicts by backup id.
+	decided map[string]map[string]retention.Decision
+	// ids are the recorded snapshot ids by backup id (hashed or not).
+	ids map[string]string
+}
+
+// applyRetention deletes the backups of chain k that the retention
+// policies they were made with no longer keep, and publishes what it did.
+// Errors: reading the records or the chain; a failed delete is logged and
+// left for the next pass.
+func (d *snapshotter) applyRetention(ctx context.Context, repo *s3chain.Repo, k gcKey, secrets map[string]string) error {
+	p := &retentionPass{d: d, repo: repo, target: k.target, secrets: secrets, decided: map[string]map[string]retention.Decision{}, ids: map[string]string{}}
+	verdicts, err := p.decide(ctx, k.chain)
+	if err != nil || len(verdicts) == 0 {
+		return err
+	}
+	kept := 0
+	var drop []string
+	for id, v := range verdicts {
+		if v.Keep || p.groupKept(ctx, k.chain, id) {
+			kept++
+			continue
+		}
+		drop = append(drop, id)
+	}
+	slices.Sort(drop)
+	deleted, locked, freed := p.drop(ctx, k.chain, drop)
+	d.retentionMetrics.observe(gcKey{cmp.Or(k.target, d.targets.Default()), k.chain}, kept+locked, deleted, locked, freed)
+	klog.InfoS("retention applied", "target", k.target, "chain", k.chain, "kept", kept, "deleted", deleted,
+		"locked", locked, "freedBytes", freed)
+	return nil
+}
+
+// decide applies the chain's policy to its backups made with one: the
+// verdicts by backup id (none when no backup of the chain has a policy).
+func (p *retentionPass) decide(ctx context.Context, chain string) (map[string]retention.Decision, error) {
+	if v, ok := p.decided[chain]; ok {
+		return v, nil
+	}
+	recs, err := p.d.vols.RetainedBackups(p.target, chain)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	ms, err := p.repo.Backups(ctx, chain)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]volume.RetainedBackup{}
+	for _, r := range recs {
+		byID[r.Backup] = r
+		p.ids[r.Backup] = r.SnapshotID
+	}
+	var items []retention.Item
+	var policy retention.Policy
+	for _, m := range ms { // oldest first: the last policy is the newest backup's
+		if r, ok := byID[m.ID]; ok {
+			items = append(items, retention.Item{ID: m.ID, Time: m.CreatedAt})
+			policy = r.Policy
+		}
+	}
+	v := map[string]retention.Decision{}
+	for _, dc := range retention.Apply(items, policy) {
+		v[dc.ID] = dc
+	}
+	p.decided[chain] = v
+	return v, nil
+}
+
+// groupKept reports whether backup id of chain is a member of a group
+// backup that another member's chain keeps (or cannot tell: kept).
+func (p *retentionPass) groupKept(ctx context.Context, chain, id string) bool {
+	recs, err := p.d.vols.RetainedBackups(p.target, chain)
+	if err != nil {
+		return true
+	}
+	for _, r := range recs {
+		if r.Backup != id || r.Group == "" {
+			continue
+		}
+		for _, m := range r.Members {
+			ref, err := volume.ParseBackupID(m)
+			if err != nil {
+				return true
+			}
+			if ref, err = volume.ResolveChain(ctx, p.repo, ref); err != nil {
+				return true
+			}
+			if ref.Chain == chain {
+				continue
+			}
+			v, err := p.decide(ctx, ref.Chain)
+			if dc, ok := v[ref.Backup]; err != nil || !ok || dc.Keep {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drop deletes the backups ids of chain as DeleteSnapshot does, but never
+// one under Object Lock retention (locked) or whose call lock is held. It
+// returns how many it deleted, how many were locked, and the bytes of
+// block objects only the deleted ones referenced (s3chain.RemovalPreview:
+// what the gc that follows frees, young blocks after -gc-min-age).
+func (p *retentionPass) drop(ctx context.Context, chain string, ids []string) (deleted, locked int, freed int64) {
+	var ok []string
+	for _, id := range ids {
+		err := p.repo.Deletable(ctx, chain, id)
+		switch {
+		case errors.Is(err, s3chain.ErrRetained):
+			locked++
+			klog.InfoS("retention keeps a backup under Object Lock retention", "target", p.target, "chain", chain, "backup", id, "reason", err)
+		case err == nil:
+			ok = append(ok, id)
+		}
+	}
+	if len(ok) == 0 {
+		return 0, locked, 0
+	}
+	preview, err := p.repo.RemovalPreview(ctx, chain, ok)
+	if err != nil {
+		klog.ErrorS(err, "retention: preview of the freed bytes", "target", p.target, "chain", chain)
+	}
+	for _, id := range ok {
+		if p.deleteOne(ctx, p.ids[id]) {
+			deleted++
+		}
+	}
+	if deleted == len(ok) {
+		freed = preview.FreedBytes
+	}
+	return deleted, locked, freed
+}
+
+// deleteOne deletes backup snapshot id under its DeleteSnapshot lock, as
+// DeleteSnapshot does; false when it did not (logged).
+func (p *retentionPass) deleteOne(ctx context.Context, id string) bool {
+	unlock, err := lock(p.d.vols, lvolLock(id))
+	if err != nil {
+		klog.InfoS("retention: backup busy, left for the next pass", "snapshot", id)
+		return false
+	}
+	defer unlock()
+	if err := p.d.deleteBackupSnapshot(ctx, id, p.secrets); err != nil {
+		klog.ErrorS(err, "retention: delete backup", "snapshot", id)
+		return false
+	}
+	if err := p.d.vols.ForgetBackup(id); err != nil {
+		klog.ErrorS(err, "retention: forget the backup's name", "snapshot", id)
+	}
+	klog.InfoS("backup deleted by its retention policy", "snapshot", id)
+	return true
+}
