@@ -5,6 +5,7 @@ package csitest
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,8 +26,10 @@ type Node struct {
 	Conn     *grpc.ClientConn
 	Ctrl     csi.ControllerClient
 	Node     csi.NodeClient
-	stop     context.CancelFunc
-	done     chan error
+	// Metrics serves the driver's /metrics (Driver.MetricsHandler).
+	Metrics http.Handler
+	stop    context.CancelFunc
+	done    chan error
 }
 
 // Start opens a pool in poolDir and serves a driver for nodeID on a socket
@@ -51,7 +54,7 @@ func Start(t testing.TB, nodeID, poolDir string, extra func(*driver.Options)) *N
 		t.Fatalf("new driver: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{Opts: opts, Endpoint: opts.Endpoint, Pool: pool, stop: cancel, done: make(chan error, 1)}
+	n := &Node{Opts: opts, Endpoint: opts.Endpoint, Pool: pool, Metrics: d.MetricsHandler(), stop: cancel, done: make(chan error, 1)}
 	go func() { n.done <- d.Run(ctx) }()
 	conn, err := grpc.NewClient(opts.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -66,18 +67,19 @@ func (d *snapshotter) applyRetention(ctx context.Context, repo *s3chain.Repo, k 
 	if err != nil || len(verdicts) == 0 {
 		return err
 	}
-	kept := 0
-	var drop []string
+	var keep, drop []string
 	for id, v := range verdicts {
 		if v.Keep || p.groupKept(ctx, k.chain, id) {
-			kept++
-			continue
+			keep = append(keep, id)
+		} else {
+			drop = append(drop, id)
 		}
-		drop = append(drop, id)
 	}
 	slices.Sort(drop)
 	deleted, locked, freed := p.drop(ctx, k.chain, drop)
-	d.retentionMetrics.observe(gcKey{cmp.Or(k.target, d.targets.Default()), k.chain}, kept+locked, deleted, locked, freed)
+	kept := len(keep) + locked
+	span := p.retainSpan(ctx, k.chain, append(keep, drop...))
+	d.retentionMetrics.observe(gcKey{cmp.Or(k.target, d.targets.Default()), k.chain}, kept, deleted, locked, freed, span)
 	klog.InfoS("retention applied", "target", k.target, "chain", k.chain, "kept", kept, "deleted", deleted,
 		"locked", locked, "freedBytes", freed)
 	return nil
@@ -202,4 +204,16 @@ func (p *retentionPass) deleteOne(ctx context.Context, id string) bool {
 	}
 	klog.InfoS("backup deleted by its retention policy", "snapshot", id)
 	return true
+}
+
+// retainSpan is the span of the retain-until dates of those of ids still
+// on the target (one retention read each; none without Object Lock).
+func (p *retentionPass) retainSpan(ctx context.Context, chain string, ids []string) retainSpan {
+	var s retainSpan
+	for _, id := range ids {
+		if t, err := p.repo.RetainUntil(ctx, chain, id); err == nil && t.After(time.Now()) {
+			s = s.add(t)
+		}
+	}
+	return s
 }

@@ -274,3 +274,21 @@ func (j *backupJob) makeReady(ctx context.Context, m *Manifest) error {
 	}
 	return j.r.retainKeys(ctx, keys, j.ret)
 }
+
+// RetainUntil returns the retain-until date of backup id of chain (its
+// manifest's S3 Object Lock retention, which its blocks' cover), zero when
+// the store has no Object Lock or the manifest none. Errors:
+// ErrBackupNotFound, store errors.
+func (r *Repo) RetainUntil(ctx context.Context, chain, id string) (time.Time, error) {
+	if on, err := r.lock.active(ctx); err != nil || !on {
+		return time.Time{}, err
+	}
+	ret, err := r.lock.l.Retention(ctx, manifestKey(chain, id))
+	if errors.Is(err, store.ErrObjectNotFound) {
+		return time.Time{}, fmt.Errorf("%w: chain %q has no backup %q", ErrBackupNotFound, chain, id)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the retention of backup %q of chain %q: %w", id, chain, err)
+	}
+	return ret.Until, nil
+}

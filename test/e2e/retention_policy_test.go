@@ -3,14 +3,20 @@ package e2e
 import (
 	"context"
 	"maps"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chainvol/chainvol/internal/csitest"
+	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/driver"
 	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -41,7 +47,13 @@ func TestClassRetentionPolicy(t *testing.T) {
 	params[driver.ParamKeepLast], params[driver.ParamKeepHourly] = "2", "2"
 	seen := map[string]time.Time{} // the policy's backups still on the target, as the driver should leave them
 	var first, dropped string
+	var firstTree map[string]string
+	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
 	for i := range 5 {
+		writeTree(t, filepath.Join(p.Path, "data"), uint64(10+i), 2*mib) // new blocks each round: a dropped backup frees some
+		if i == 0 {
+			firstTree = hashTree(t, p.Path)
+		}
 		id := backupReq(t, n.Ctrl, &csi.CreateSnapshotRequest{Name: "snap-pol-" + string(rune('a'+i)),
 			SourceVolumeId: vol.GetVolumeId(), Parameters: params})
 		if i == 0 {
@@ -68,6 +80,22 @@ func TestClassRetentionPolicy(t *testing.T) {
 	if _, ok := seen[backupID(t, first)]; !ok || len(seen) != 3 {
 		t.Fatalf("kept %v: want the first backup and the two newest", slices.Sorted(maps.Keys(seen)))
 	}
+	unpublishUnstage(t, p)
+	if got := metricValue(t, n, "chainvol_retention_deleted_backups_total", nil); got != 2 {
+		t.Errorf("chainvol_retention_deleted_backups_total = %v, want 2", got)
+	}
+	if got := metricValue(t, n, "chainvol_retention_retained_backups", map[string]string{"target": offsite, "chain": "shop/pol"}); got != 3 {
+		t.Errorf("chainvol_retention_retained_backups = %v, want 3", got)
+	}
+	if got := metricValue(t, n, "chainvol_retention_freed_bytes_total", nil); got <= 0 {
+		t.Errorf("chainvol_retention_freed_bytes_total = %v, want > 0: each round wrote new blocks", got)
+	} else {
+		t.Logf("retention freed %v bytes of blocks", got)
+	}
+	v := restore(t, n.Ctrl, restoreReq("pvc-pol-1", first, volSize, mountCap("ext4")))
+	rp := stagePublish(t, n.Node, v.GetVolumeId(), mountCap("ext4"))
+	sameTree(t, "the oldest backup, kept while newer ones went", rp.Path, firstTree)
+	unpublishUnstage(t, rp)
 	if _, err := createRestored(t, n.Ctrl, restoreReq("pvc-pol-r", dropped, volSize, mountCap("ext4")), 10*time.Second); status.Code(err) != codes.NotFound {
 		t.Fatalf("restore of a backup the policy dropped: %v, want NotFound", err)
 	}
@@ -115,4 +143,78 @@ func waitBackups(t *testing.T, repo *s3chain.Repo, chain string, want map[string
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestClassRetentionLocked: on a target with S3 Object Lock (retain=1h),
+// a class with keepLast 1 deletes nothing within the hour: each backup the
+// policy drops is skipped and counted, the chain keeps all three, and the
+// metrics report them as retained with their retain-until span.
+func TestClassRetentionLocked(t *testing.T) {
+	s3 := s3TargetOf(t, testutil.StartS3ObjectLock(t))
+	url := s3.url("") + "&lock=governance&retain=1h"
+	withTarget := s3.opts(url)
+	n := startDriver(t, "node-a", func(o *driver.Options) {
+		withTarget(o)
+		o.GCDelay, o.GCMinAge = 200*time.Millisecond, 0
+	})
+	repo := openRepo(t, url, s3.creds)
+	vol := createVolume(t, n.Ctrl, "pvc-pol-l", volSize, mountCap("ext4"), pvcParams("shop", "locked"))
+	params := backupParams(offsite)
+	params[driver.ParamKeepLast] = "1"
+	want := map[string]bool{}
+	start := time.Now()
+	for i := range 3 {
+		id := backupReq(t, n.Ctrl, &csi.CreateSnapshotRequest{Name: "snap-pol-l" + string(rune('a'+i)),
+			SourceVolumeId: vol.GetVolumeId(), Parameters: params})
+		want[backupID(t, id)] = true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for metricValue(t, n, "chainvol_retention_locked_backups_total", nil) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no retention pass counted the two locked backups keepLast 1 drops")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitBackups(t, repo, "shop/locked", want)
+	if got := metricValue(t, n, "chainvol_retention_retained_backups", map[string]string{"target": offsite, "chain": "shop/locked"}); got != 3 {
+		t.Errorf("chainvol_retention_retained_backups = %v, want 3 (one kept, two locked)", got)
+	}
+	oldest := metricValue(t, n, "chainvol_retention_retain_until_oldest_timestamp_seconds", map[string]string{"target": offsite})
+	newest := metricValue(t, n, "chainvol_retention_retain_until_newest_timestamp_seconds", map[string]string{"target": offsite})
+	hour := float64(start.Add(time.Hour).Unix())
+	if oldest < hour-5 || newest < oldest || newest > hour+120 {
+		t.Errorf("retain-until span [%v, %v], want within [start+1h, start+1h+2m] (start+1h = %v)", oldest, newest, hour)
+	}
+}
+
+// metricValue scrapes n's /metrics and returns the value of the sample of
+// name whose labels include labels (0 when there is none).
+func metricValue(t *testing.T, n *csitest.Node, name string, labels map[string]string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.Metrics.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+next:
+	for _, m := range fams[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }
