@@ -3,6 +3,7 @@ package deploy
 import (
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -24,7 +25,7 @@ var (
 var (
 	storageClassParams = set("fromBackup", "backupTarget", "csi.storage.k8s.io/fstype",
 		"csi.storage.k8s.io/provisioner-secret-name", "csi.storage.k8s.io/provisioner-secret-namespace")
-	snapshotClassParams = set("backup", "backupTarget",
+	snapshotClassParams = set("backup", "backupTarget", "keepLast", "keepHourly", "keepDaily", "keepWeekly", "keepMonthly", "keepYearly", "keepWithin",
 		"csi.storage.k8s.io/snapshotter-secret-name", "csi.storage.k8s.io/snapshotter-secret-namespace",
 		"csi.storage.k8s.io/snapshotter-list-secret-name", "csi.storage.k8s.io/snapshotter-list-secret-namespace")
 )
@@ -147,8 +148,13 @@ func TestVolumeSnapshotClasses(t *testing.T) {
 		modes[b] = true
 		// Velero's CSI mode picks the class of a driver labelled so; only
 		// a backup class makes Velero's snapshots survive the node
-		// (docs/deploy.md "With Velero"; issue 17).
-		if velero := c.Labels["velero.io/csi-volumesnapshot-class"]; (b == "true") != (velero == "true") {
+		// (docs/deploy.md "With Velero"; issue 17). A class with a
+		// retention policy is not Velero's: the driver would delete the
+		// backups of Velero's snapshots behind its back (issue 30).
+		velero := c.Labels["velero.io/csi-volumesnapshot-class"]
+		if policy := hasRetention(c.Parameters); policy && velero == "true" {
+			t.Errorf("%s: a class with a retention policy is labelled velero.io/csi-volumesnapshot-class; Velero expires its own backups", m)
+		} else if !policy && (b == "true") != (velero == "true") {
 			t.Errorf("%s: backup=%s but velero.io/csi-volumesnapshot-class=%q; label the backup class, and only it", m, b, velero)
 		}
 		checkTargetParam(t, m, c.Parameters, targets)
@@ -183,4 +189,14 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// hasRetention reports whether class parameters set a retention policy.
+func hasRetention(params map[string]string) bool {
+	for k := range params {
+		if strings.HasPrefix(k, "keep") {
+			return true
+		}
+	}
+	return false
 }
