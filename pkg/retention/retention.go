@@ -3,7 +3,8 @@
 // father-son) and keep-within, with the semantics of restic's forget
 // (restic 0.18, internal/restic/snapshot_policy.go), so that operators
 // can read restic's documentation for it. Used by `chainvolctl backup
-// forget` and `chainvolctl k8s snapshot`.
+// forget`, `chainvolctl k8s snapshot` and the driver's background gc (the
+// policy of a backup VolumeSnapshotClass, pkg/driver retention.go).
 //
 // Differences from restic: times are bucketed in UTC (restic uses each
 // snapshot's own zone), so a policy gives the same answer on every node
