@@ -31,14 +31,7 @@ import (
 // first. A backup made without a policy stays. A dropped backup's
 // snapshot id then restores NotFound and deletes as success.
 func TestClassRetentionPolicy(t *testing.T) {
-	s3 := startS3(t)
-	url := s3.url("")
-	withTarget := s3.opts(url)
-	n := startDriver(t, "node-a", func(o *driver.Options) {
-		withTarget(o)
-		o.GCDelay, o.GCMinAge = 200*time.Millisecond, 0
-	})
-	repo := openRepo(t, url, s3.creds)
+	n, repo := startRetentionDriver(t, startS3(t), "")
 	vol := createVolume(t, n.Ctrl, "pvc-pol", volSize, mountCap("ext4"), pvcParams("shop", "pol"))
 	plain := backupID(t, backup(t, n.Ctrl, vol.GetVolumeId(), "snap-plain", offsite))
 
@@ -150,14 +143,7 @@ func waitBackups(t *testing.T, repo *s3chain.Repo, chain string, want map[string
 // policy drops is skipped and counted, the chain keeps all three, and the
 // metrics report them as retained with their retain-until span.
 func TestClassRetentionLocked(t *testing.T) {
-	s3 := s3TargetOf(t, testutil.StartS3ObjectLock(t))
-	url := s3.url("") + "&lock=governance&retain=1h"
-	withTarget := s3.opts(url)
-	n := startDriver(t, "node-a", func(o *driver.Options) {
-		withTarget(o)
-		o.GCDelay, o.GCMinAge = 200*time.Millisecond, 0
-	})
-	repo := openRepo(t, url, s3.creds)
+	n, repo := startRetentionDriver(t, s3TargetOf(t, testutil.StartS3ObjectLock(t)), "&lock=governance&retain=1h")
 	vol := createVolume(t, n.Ctrl, "pvc-pol-l", volSize, mountCap("ext4"), pvcParams("shop", "locked"))
 	params := backupParams(offsite)
 	params[driver.ParamKeepLast] = "1"
@@ -217,4 +203,18 @@ next:
 		}
 	}
 	return 0
+}
+
+// startRetentionDriver starts a driver whose target offsite is s3 (its
+// URL options extended by opts) with a background gc 200 ms after each
+// trigger and no grace for young blocks, and opens that target.
+func startRetentionDriver(t *testing.T, s3 s3Target, opts string) (*csitest.Node, *s3chain.Repo) {
+	t.Helper()
+	url := s3.url("") + opts
+	withTarget := s3.opts(url)
+	n := startDriver(t, "node-a", func(o *driver.Options) {
+		withTarget(o)
+		o.GCDelay, o.GCMinAge = 200*time.Millisecond, 0
+	})
+	return n, openRepo(t, url, s3.creds)
 }
