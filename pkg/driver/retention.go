@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -143,47 +144,108 @@ func (p *retentionPass) groupKept(ctx context.Context, chain, id string) bool {
 				continue
 			}
 			v, err := p.decide(ctx, ref.Chain)
-			if dc, ok := v[ref.Backup]; err != nil || !ok || dc.Keep {
-				return true
+			if dc, ok := v[ref.Backup]; err != nil || ok && dc.Keep {
+				return true // not gone from its chain (a broken group counts as dropped) nor dropped there
 			}
 		}
 	}
 	return false
 }
 
-// drop deletes the backups ids of chain as DeleteSnapshot does, but never
-// one under Object Lock retention (locked) or whose call lock is held. It
-// returns how many it deleted, how many were locked, and the bytes of
-// block objects only the deleted ones referenced (s3chain.RemovalPreview:
-// what the gc that follows frees, young blocks after -gc-min-age).
+// drop deletes the backups ids of chain as DeleteSnapshot does, a group
+// member with all its group's members (of every chain: once one is gone
+// the group's record goes, ForgetBackup, and would no longer name the
+// others), but never a backup under Object Lock retention nor a group with
+// one (locked counts those of chain), nor one whose call lock is held. It
+// returns how many of chain's it deleted, how many were locked, and the
+// bytes of block objects only the deleted ones referenced
+// (s3chain.RemovalPreview: what the gcs that follow free, young blocks
+// after -gc-min-age).
 func (p *retentionPass) drop(ctx context.Context, chain string, ids []string) (deleted, locked int, freed int64) {
-	var ok []string
-	for _, id := range ids {
-		err := p.repo.Deletable(ctx, chain, id)
-		switch {
-		case errors.Is(err, s3chain.ErrRetained):
+	byChain := map[string][]string{} // deletable backup ids by chain
+	var snaps []string
+	for _, unit := range p.units(ctx, chain, ids) {
+		ok := true
+		for _, r := range unit {
+			err := p.repo.Deletable(ctx, r.Chain, r.Backup)
+			if errors.Is(err, s3chain.ErrRetained) {
+				klog.InfoS("retention keeps a backup under Object Lock retention", "target", p.target, "chain", r.Chain, "backup", r.Backup, "reason", err)
+			}
+			ok = ok && (err == nil || errors.Is(err, s3chain.ErrBackupNotFound))
+		}
+		if !ok {
 			locked++
-			klog.InfoS("retention keeps a backup under Object Lock retention", "target", p.target, "chain", chain, "backup", id, "reason", err)
-		case err == nil:
-			ok = append(ok, id)
+			continue
+		}
+		for _, r := range unit {
+			byChain[r.Chain] = append(byChain[r.Chain], r.Backup)
+			snaps = append(snaps, r.snap)
 		}
 	}
-	if len(ok) == 0 {
-		return 0, locked, 0
+	for c, bs := range byChain {
+		preview, err := p.repo.RemovalPreview(ctx, c, bs)
+		if err != nil {
+			klog.ErrorS(err, "retention: preview of the freed bytes", "target", p.target, "chain", c)
+		}
+		freed += preview.FreedBytes
 	}
-	preview, err := p.repo.RemovalPreview(ctx, chain, ok)
-	if err != nil {
-		klog.ErrorS(err, "retention: preview of the freed bytes", "target", p.target, "chain", chain)
-	}
-	for _, id := range ok {
-		if p.deleteOne(ctx, p.ids[id]) {
+	for _, id := range snaps {
+		if p.deleteOne(ctx, id) && sameChainID(id, p.target, chain) {
 			deleted++
 		}
 	}
-	if deleted == len(ok) {
-		freed = preview.FreedBytes
-	}
 	return deleted, locked, freed
+}
+
+// memberRef is one backup to delete: its resolved reference and the
+// snapshot id its records name.
+type memberRef struct {
+	target.Ref
+	snap string
+}
+
+// units groups the backups ids of chain into what is deleted together:
+// a single backup alone, a group member with its group's members (each
+// group once). A member whose chain cannot be resolved is left out.
+func (p *retentionPass) units(ctx context.Context, chain string, ids []string) [][]memberRef {
+	recs, _ := p.d.vols.RetainedBackups(p.target, chain)
+	groupOf := map[string]volume.RetainedBackup{}
+	for _, r := range recs {
+		if r.Group != "" {
+			groupOf[r.Backup] = r
+		}
+	}
+	var out [][]memberRef
+	seen := map[string]bool{}
+	for _, id := range ids {
+		g, ok := groupOf[id]
+		if !ok {
+			out = append(out, []memberRef{{target.Ref{Target: p.target, Chain: chain, Backup: id}, p.ids[id]}})
+			continue
+		}
+		if seen[g.Group] {
+			continue
+		}
+		seen[g.Group] = true
+		var unit []memberRef
+		for _, m := range g.Members {
+			ref, err := volume.ParseBackupID(m)
+			if err == nil {
+				ref, err = volume.ResolveChain(ctx, p.repo, ref)
+			}
+			if err == nil {
+				unit = append(unit, memberRef{ref, m})
+			}
+		}
+		out = append(out, unit)
+	}
+	return out
+}
+
+// sameChainID reports whether snapshot id is of chain of target tgt.
+func sameChainID(id, tgt, chain string) bool {
+	ref, err := volume.ParseBackupID(id)
+	return err == nil && volume.SameChain(ref, tgt, chain)
 }
 
 // deleteOne deletes backup snapshot id under its DeleteSnapshot lock, as

@@ -218,3 +218,48 @@ func startRetentionDriver(t *testing.T, s3 s3Target, opts string) (*csitest.Node
 	})
 	return n, openRepo(t, url, s3.creds)
 }
+
+// TestClassRetentionGroup: group backups of two volumes with keepLast 1
+// are kept or dropped together: a later single backup of one volume makes
+// its chain's policy drop its group member, which stays while the other
+// chain keeps the group; a second group then drops the first one from both
+// chains, and the single backup.
+func TestClassRetentionGroup(t *testing.T) {
+	n, repo := startRetentionDriver(t, startS3(t), "")
+	gc := csi.NewGroupControllerClient(n.Conn)
+	a := createVolume(t, n.Ctrl, "pvc-ga", volSize, mountCap("ext4"), pvcParams("shop", "ga"))
+	b := createVolume(t, n.Ctrl, "pvc-gb", volSize, mountCap("ext4"), pvcParams("shop", "gb"))
+	params := backupParams(offsite)
+	params[driver.ParamKeepLast] = "1"
+	group := func(name string) (string, string) {
+		g := createGroup(t, gc, &csi.CreateVolumeGroupSnapshotRequest{Name: name,
+			SourceVolumeIds: []string{a.GetVolumeId(), b.GetVolumeId()}, Parameters: params})
+		ids := map[string]string{}
+		for _, s := range g.GetSnapshots() {
+			ids[s.GetSourceVolumeId()] = backupID(t, s.GetSnapshotId())
+		}
+		return ids[a.GetVolumeId()], ids[b.GetVolumeId()]
+	}
+	g1a, g1b := group("group-1")
+	single := backupID(t, backupReq(t, n.Ctrl, &csi.CreateSnapshotRequest{Name: "snap-ga",
+		SourceVolumeId: a.GetVolumeId(), Parameters: params}))
+	waitMetric(t, n, "chainvol_retention_retained_backups", map[string]string{"target": offsite, "chain": "shop/ga"}, 2)
+	waitBackups(t, repo, "shop/ga", map[string]bool{g1a: true, single: true})
+	waitBackups(t, repo, "shop/gb", map[string]bool{g1b: true})
+
+	g2a, g2b := group("group-2")
+	waitBackups(t, repo, "shop/ga", map[string]bool{g2a: true})
+	waitBackups(t, repo, "shop/gb", map[string]bool{g2b: true})
+}
+
+// waitMetric waits (30 s at most) until metricValue is want.
+func waitMetric(t *testing.T, n *csitest.Node, name string, labels map[string]string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for metricValue(t, n, name, labels) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v, want %v", name, labels, metricValue(t, n, name, labels), want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
