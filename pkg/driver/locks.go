@@ -16,6 +16,7 @@ import "github.com/chainvol/chainvol/pkg/volume"
 //	                       DeleteVolume, ControllerExpandVolume  lvolLock(volume id)
 //	Controller, snapshots: CreateSnapshot                   snapshotNameLock, then (volume.Manager.TakeSnapshot) the source's id
 //	                       DeleteSnapshot                   lvolLock(snapshot id)
+//	Background gc:         a retention pass's delete        lvolLock(snapshot id), busy: skipped (retention.go)
 //	GroupController:       CreateVolumeGroupSnapshot        groupNameLock, then every source's lvolLock
 //	Node:                  NodeStageVolume, NodeUnstageVolume, NodePublishVolume,
 //	                       NodeUnpublishVolume, NodeExpandVolume  lvolLock(volume id)

@@ -28,8 +28,8 @@ import (
 // is gone: docs/operator.md "Retention in the driver" says so; restoring
 // from it is NotFound, deleting it succeeds. Never deleted: a backup under
 // S3 Object Lock retention (skipped and counted), one whose call lock is
-// held (a DeleteSnapshot or restore in progress), a group member while any
-// member's chain keeps the group (groups are kept or dropped together).
+// held (a DeleteSnapshot in progress), a group member while any member's
+// chain keeps the group (groups are kept or dropped together).
 
 // scheduleRetention arms the background gc of the chain of backup
 // snapshot id, whose pass applies the chain's retention policy first.
