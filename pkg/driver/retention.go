@@ -156,8 +156,9 @@ func (p *retentionPass) groupKept(ctx context.Context, chain, id string) bool {
 // member with all its group's members (of every chain: once one is gone
 // the group's record goes, ForgetBackup, and would no longer name the
 // others), but never a backup under Object Lock retention nor a group with
-// one (locked counts those of chain), nor one whose call lock is held. It
-// returns how many of chain's it deleted, how many were locked, and the
+// one (locked counts those units), nor one whose call lock is held. It
+// returns how many backups it deleted (of any chain: a group's members),
+// how many units were locked, and the
 // bytes of block objects only the deleted ones referenced
 // (s3chain.RemovalPreview: what the gcs that follow free, young blocks
 // after -gc-min-age).
@@ -165,19 +166,22 @@ func (p *retentionPass) drop(ctx context.Context, chain string, ids []string) (d
 	byChain := map[string][]string{} // deletable backup ids by chain
 	var snaps []string
 	for _, unit := range p.units(ctx, chain, ids) {
-		ok := true
+		ok, present := true, []memberRef{}
 		for _, r := range unit {
 			err := p.repo.Deletable(ctx, r.Chain, r.Backup)
 			if errors.Is(err, s3chain.ErrRetained) {
 				klog.InfoS("retention keeps a backup under Object Lock retention", "target", p.target, "chain", r.Chain, "backup", r.Backup, "reason", err)
 			}
 			ok = ok && (err == nil || errors.Is(err, s3chain.ErrBackupNotFound))
+			if err == nil {
+				present = append(present, r)
+			}
 		}
 		if !ok {
 			locked++
 			continue
 		}
-		for _, r := range unit {
+		for _, r := range present { // one already gone (another pass) is not deleted again nor counted
 			byChain[r.Chain] = append(byChain[r.Chain], r.Backup)
 			snaps = append(snaps, r.snap)
 		}
@@ -190,7 +194,7 @@ func (p *retentionPass) drop(ctx context.Context, chain string, ids []string) (d
 		freed += preview.FreedBytes
 	}
 	for _, id := range snaps {
-		if p.deleteOne(ctx, id) && sameChainID(id, p.target, chain) {
+		if p.deleteOne(ctx, id) {
 			deleted++
 		}
 	}
@@ -240,12 +244,6 @@ func (p *retentionPass) units(ctx context.Context, chain string, ids []string) [
 		out = append(out, unit)
 	}
 	return out
-}
-
-// sameChainID reports whether snapshot id is of chain of target tgt.
-func sameChainID(id, tgt, chain string) bool {
-	ref, err := volume.ParseBackupID(id)
-	return err == nil && volume.SameChain(ref, tgt, chain)
 }
 
 // deleteOne deletes backup snapshot id under its DeleteSnapshot lock, as
