@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
@@ -25,22 +27,30 @@ import (
 // later applies from its next backup). A dropped backup is deleted as
 // DeleteSnapshot deletes it (local snapshots, target, name record), which
 // leaves its VolumeSnapshot and VolumeSnapshotContent naming a backup that
-// is gone: docs/operator.md "Retention in the driver" says so; restoring
+// is gone: docs/applications.md "A retention policy on the backup class"
+// says so; restoring
 // from it is NotFound, deleting it succeeds. Never deleted: a backup under
 // S3 Object Lock retention (skipped and counted), one whose call lock is
 // held (a DeleteSnapshot in progress), a group member while any member's
 // chain keeps the group (groups are kept or dropped together).
 
 // scheduleRetention arms the background gc of the chain of backup
-// snapshot id, whose pass applies the chain's retention policy first.
+// snapshot id, whose pass applies the chain's retention policy first
+// (none with -gc-delay 0). A hashed chain is resolved first, as the gc
+// needs the chain's name.
 func (d *core) scheduleRetention(ctx context.Context, id string, secrets map[string]string) {
 	ref, err := volume.ParseBackupID(id)
-	if err != nil {
+	if err != nil || d.gc == nil || d.gc.delay <= 0 {
 		return
 	}
-	if repo, err := d.targets.Open(ctx, ref.Target, secrets); err == nil {
-		if r, err := volume.ResolveChain(ctx, repo, ref); err == nil {
-			ref = r
+	if strings.HasPrefix(ref.Chain, backupid.HashedMark) {
+		repo, err := d.targets.Open(ctx, ref.Target, secrets)
+		if err == nil {
+			ref, err = volume.ResolveChain(ctx, repo, ref)
+		}
+		if err != nil {
+			klog.ErrorS(err, "retention: resolve the chain of a backup; its policy is applied at the chain's next deletion or ready backup", "snapshot", id)
+			return
 		}
 	}
 	d.gc.schedule(gcKey{ref.Target, ref.Chain}, secrets) // as deleteBackupSnapshot keys it
