@@ -19,7 +19,11 @@ func TestGCSchedulerDebounce(t *testing.T) {
 		runs[k] = append(runs[k], s["v"])
 		return false
 	}
-	g := newGCScheduler(150*time.Millisecond, 0, run)
+	// The delay is ten times the pauses between schedules, and the checks
+	// poll, so a loaded machine (a pause stretched past the delay) does
+	// not fail it.
+	const delay = 600 * time.Millisecond
+	g := newGCScheduler(delay, 0, run)
 	a, b := gcKey{"t", "shop/a"}, gcKey{"t", "shop/b"}
 	for i, v := range []string{"1", "2", "3"} {
 		g.schedule(a, map[string]string{"v": v})
@@ -28,7 +32,15 @@ func TestGCSchedulerDebounce(t *testing.T) {
 		}
 	}
 	g.schedule(b, map[string]string{"v": "b"})
-	time.Sleep(400 * time.Millisecond)
+	count := func(k gcKey) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs[k])
+	}
+	for end := time.Now().Add(10 * time.Second); (count(a) == 0 || count(b) == 0) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(delay + 200*time.Millisecond) // a second run would come by now
 	mu.Lock()
 	if got := runs[a]; len(got) != 1 || got[0] != "3" {
 		t.Errorf("chain a: runs %v, want one with the last secrets", got)
@@ -40,7 +52,7 @@ func TestGCSchedulerDebounce(t *testing.T) {
 
 	g.schedule(a, nil)
 	g.stop()
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(delay + 200*time.Millisecond)
 	mu.Lock()
 	if len(runs[a]) != 1 {
 		t.Errorf("a gc ran after stop: %v", runs[a])
