@@ -227,7 +227,7 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	}
 	// As after Backup's commit: a takeover that landed first wins.
 	if err := r.stillOwner(ctx, cfg, &BackupOptions{Owner: m.Owner}); err != nil {
-		r.disown(ctx, cfg, m)
+		r.disown(ctx, cfg, m, err)
 		r.retract(ctx, cfg, m)
 		return err
 	}
