@@ -313,3 +313,37 @@ func TestBreakerConfirmBackupIgnoresTakeOver(t *testing.T) {
 		t.Fatalf("ConfirmBackup of %q's backup after a takeover by %q = %v, want ErrChainOwned (as Backup's own post-commit check)", m.Owner, "cluster/b", err)
 	}
 }
+
+// TestGCOversizedStateRecordLeavesOnlyItsChain: a state record larger than
+// any record (damage, or a bucket writer) makes its chain unreadable like
+// a damaged manifest (ErrInvalidManifest): left alone, while a gc of
+// every chain still collects the others.
+func TestGCOversizedStateRecordLeavesOnlyItsChain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mem := storetest.NewMem()
+	r := newRepo(t, mem, nil)
+	v := newTestVolume(t, dir, 4*doomBS, doomBS, 17)
+	ma, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "a", Source: v.path, BlockSize: doomBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "b", Source: v.path, BlockSize: doomBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteBackup(ctx, "b", mb.ID); err != nil {
+		t.Fatal(err)
+	}
+	stateKey := strings.TrimSuffix(s3chain.ManifestKey("a", ma.ID), ".json") + ".state"
+	if err := mem.Put(ctx, stateKey, []byte(strings.Repeat(" ", 8<<10))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := newRepo(t, mem, nil).GC(ctx, s3chain.GCOptions{})
+	if !errors.Is(err, s3chain.ErrInvalidManifest) {
+		t.Errorf("gc with an oversized state record: %v, want ErrInvalidManifest", err)
+	}
+	if n := len(keysUnder(t, mem, s3chain.BlockPrefix("b"))); n != 0 {
+		t.Fatalf("chain b's %d orphan blocks were not collected (gc: %+v, %v)", n, st, err)
+	}
+}
