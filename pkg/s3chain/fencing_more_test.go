@@ -347,3 +347,29 @@ func TestGCOversizedStateRecordLeavesOnlyItsChain(t *testing.T) {
 		t.Fatalf("chain b's %d orphan blocks were not collected (gc: %+v, %v)", n, st, err)
 	}
 }
+
+// TestGCWithoutConditionalWritesLeavesUnready: gc works on a store without
+// create-if-absent (FORMAT.md §7.3) in a chain with state records too: it
+// cannot void an abandoned unready manifest there (a void record needs
+// PutIfAbsent), so it leaves it pending with its blocks, rather than
+// failing the gc of every chain for good.
+func TestGCWithoutConditionalWritesLeavesUnready(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem())
+	r := newRepo(t, f, nil)
+	v := newTestVolume(t, t.TempDir(), 4*doomBS, doomBS, 23)
+	isState := func(k string) bool { return strings.HasSuffix(k, ".state") }
+	f.FailKeys(storetest.OpPutIfAbsent, isState, errors.New("lost"))
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "a", Source: v.path, BlockSize: doomBS, BackupID: "u"}); err == nil {
+		t.Fatal("backup whose ready record failed: no error")
+	}
+	f.Clear()
+	f.WithoutConditionalWrites()
+	st, err := newRepo(t, f, nil).GC(ctx, s3chain.GCOptions{})
+	if err != nil {
+		t.Fatalf("gc on a store without conditional writes: %+v, %v", st, err)
+	}
+	if st.VoidedBackups != 0 || st.DeletedBlocks != 0 {
+		t.Errorf("gc: %+v: want the unready manifest and its blocks left alone", st)
+	}
+}
