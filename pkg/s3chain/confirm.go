@@ -220,7 +220,15 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	if err != nil {
 		return err
 	}
-	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
+	// Under a writer lease, as Backup: a gc meanwhile skips the chain
+	// rather than voiding the manifest being confirmed (FORMAT.md §7.5).
+	l, lctx, err := r.holdWriter(ctx, chain)
+	if err != nil {
+		return err
+	}
+	defer l.release(ctx)
+	ctx = lctx
+	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, lease: l, src: src,
 		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks, ret: ret}
 	if err := j.confirm(ctx, m); err != nil {
 		return err

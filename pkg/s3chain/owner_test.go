@@ -172,3 +172,40 @@ func TestOwnerReadFailureAfterCommitDoesNotVoid(t *testing.T) {
 		t.Fatalf("b2 after ConfirmBackup: %v", err)
 	}
 }
+
+// TestConfirmBackupHoldsAWriterLease: Repo.ConfirmBackup (the driver's
+// resumption of an upload stopped after its commit, often long after: the
+// node was down) runs under a writer lease like Backup, so a gc meanwhile
+// skips the chain instead of voiding the manifest being confirmed (which
+// makes the resumption fail, and its id can never be committed again).
+func TestConfirmBackupHoldsAWriterLease(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem())
+	r := newRepo(t, f, nil)
+	const chain = "shop/db"
+	v := newTestVolume(t, t.TempDir(), 8*doomBS, doomBS, 22)
+	isState := func(k string) bool { return strings.HasSuffix(k, ".state") }
+	f.FailKeys(storetest.OpPutIfAbsent, isState, errors.New("lost"))
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, BlockSize: doomBS, BackupID: "u"}); err == nil {
+		t.Fatal("backup whose ready record failed: no error")
+	}
+	f.Clear()
+	// Pause ConfirmBackup at its first listing of the chain's locks.
+	g := f.Hold(storetest.OpList, func(k string) bool { return strings.HasPrefix(k, "pending/") }, 1)
+	done := make(chan error, 1)
+	go func() { done <- r.ConfirmBackup(ctx, chain, "u", v.path) }()
+	if _, err := g.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := newRepo(t, f, nil).GC(ctx, s3chain.GCOptions{Chain: chain})
+	g.Release()
+	if err != nil || st.VoidedBackups != 0 {
+		t.Errorf("gc while ConfirmBackup runs: %+v, %v: want the chain skipped, nothing voided", st, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ConfirmBackup with a gc meanwhile: %v", err)
+	}
+	if _, err := r.Manifest(ctx, chain, "u"); err != nil {
+		t.Fatalf("u after ConfirmBackup: %v", err)
+	}
+}
