@@ -267,7 +267,7 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 	}
 	if err == nil {
 		if err = r.stillOwner(ctx, j.cfg, j.o); err != nil {
-			r.disown(ctx, j.cfg, m)
+			r.disown(ctx, j.cfg, m, err)
 		}
 	}
 	if err == nil {
@@ -297,11 +297,14 @@ func (r *Repo) retract(ctx context.Context, cfg *chainConfig, m *Manifest) {
 	}
 }
 
-// disown voids m in a chain with state records, after the chain was taken
-// over under it: m must never become ready, not even by
-// Repo.ConfirmBackup. Failures leave it unready (a gc voids it later).
-func (r *Repo) disown(ctx context.Context, cfg *chainConfig, m *Manifest) {
-	if cfg.ReadyRecords {
+// disown voids m in a chain with state records when err, stillOwner's,
+// says the chain was taken over under it: m must never become ready, not
+// even by Repo.ConfirmBackup. Any other failure to read the owner (the
+// store, a cancelled context) is no takeover: m stays unready, and
+// Repo.ConfirmBackup may still finish it. Failures leave it unready (a
+// gc voids it later).
+func (r *Repo) disown(ctx context.Context, cfg *chainConfig, m *Manifest, err error) {
+	if cfg.ReadyRecords && errors.Is(err, ErrChainOwned) {
 		_, _ = r.voidManifest(context.WithoutCancel(ctx), m)
 	}
 }

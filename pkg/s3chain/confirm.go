@@ -220,14 +220,22 @@ func (r *Repo) ConfirmBackup(ctx context.Context, chain, id, source string) erro
 	if err != nil {
 		return err
 	}
-	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, src: src,
+	// Under a writer lease, as Backup: a gc meanwhile skips the chain
+	// rather than voiding the manifest being confirmed (FORMAT.md §7.5).
+	l, lctx, err := r.holdWriter(ctx, chain)
+	if err != nil {
+		return err
+	}
+	defer l.release(ctx)
+	ctx = lctx
+	j := &backupJob{r: r, o: &BackupOptions{Chain: chain, Source: source}, cfg: cfg, lease: l, src: src,
 		size: m.SizeBytes, bs: m.BlockSize, workers: DefaultWorkers, cur: blocks, ret: ret}
 	if err := j.confirm(ctx, m); err != nil {
 		return err
 	}
 	// As after Backup's commit: a takeover that landed first wins.
 	if err := r.stillOwner(ctx, cfg, &BackupOptions{Owner: m.Owner}); err != nil {
-		r.disown(ctx, cfg, m)
+		r.disown(ctx, cfg, m, err)
 		r.retract(ctx, cfg, m)
 		return err
 	}

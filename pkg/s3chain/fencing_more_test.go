@@ -313,3 +313,63 @@ func TestBreakerConfirmBackupIgnoresTakeOver(t *testing.T) {
 		t.Fatalf("ConfirmBackup of %q's backup after a takeover by %q = %v, want ErrChainOwned (as Backup's own post-commit check)", m.Owner, "cluster/b", err)
 	}
 }
+
+// TestGCOversizedStateRecordLeavesOnlyItsChain: a state record larger than
+// any record (damage, or a bucket writer) makes its chain unreadable like
+// a damaged manifest (ErrInvalidManifest): left alone, while a gc of
+// every chain still collects the others.
+func TestGCOversizedStateRecordLeavesOnlyItsChain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mem := storetest.NewMem()
+	r := newRepo(t, mem, nil)
+	v := newTestVolume(t, dir, 4*doomBS, doomBS, 17)
+	ma, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "a", Source: v.path, BlockSize: doomBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "b", Source: v.path, BlockSize: doomBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteBackup(ctx, "b", mb.ID); err != nil {
+		t.Fatal(err)
+	}
+	stateKey := strings.TrimSuffix(s3chain.ManifestKey("a", ma.ID), ".json") + ".state"
+	if err := mem.Put(ctx, stateKey, []byte(strings.Repeat(" ", 8<<10))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := newRepo(t, mem, nil).GC(ctx, s3chain.GCOptions{})
+	if !errors.Is(err, s3chain.ErrInvalidManifest) {
+		t.Errorf("gc with an oversized state record: %v, want ErrInvalidManifest", err)
+	}
+	if n := len(keysUnder(t, mem, s3chain.BlockPrefix("b"))); n != 0 {
+		t.Fatalf("chain b's %d orphan blocks were not collected (gc: %+v, %v)", n, st, err)
+	}
+}
+
+// TestGCWithoutConditionalWritesLeavesUnready: gc works on a store without
+// create-if-absent (FORMAT.md §7.3) in a chain with state records too: it
+// cannot void an abandoned unready manifest there (a void record needs
+// PutIfAbsent), so it leaves it pending with its blocks, rather than
+// failing the gc of every chain for good.
+func TestGCWithoutConditionalWritesLeavesUnready(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem())
+	r := newRepo(t, f, nil)
+	v := newTestVolume(t, t.TempDir(), 4*doomBS, doomBS, 23)
+	isState := func(k string) bool { return strings.HasSuffix(k, ".state") }
+	f.FailKeys(storetest.OpPutIfAbsent, isState, errors.New("lost"))
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "a", Source: v.path, BlockSize: doomBS, BackupID: "u"}); err == nil {
+		t.Fatal("backup whose ready record failed: no error")
+	}
+	f.Clear()
+	f.WithoutConditionalWrites()
+	st, err := newRepo(t, f, nil).GC(ctx, s3chain.GCOptions{})
+	if err != nil {
+		t.Fatalf("gc on a store without conditional writes: %+v, %v", st, err)
+	}
+	if st.VoidedBackups != 0 || st.DeletedBlocks != 0 {
+		t.Errorf("gc: %+v: want the unready manifest and its blocks left alone", st)
+	}
+}

@@ -270,6 +270,11 @@ func (r *Repo) dropUnready(ctx context.Context, l *lease, c manifestSet, minAge 
 	for _, m := range c.all {
 		if c.state[m.ID] == pending && l.server.Sub(c.mtime[m.ID]) >= minAge {
 			isDead, err := r.voidManifest(ctx, m)
+			if errors.Is(err, store.ErrNotAtomic) {
+				// A store without create-if-absent (§7.3) cannot void:
+				// the manifest stays pending, its blocks kept; gc still works.
+				continue
+			}
 			if err != nil {
 				return err
 			}

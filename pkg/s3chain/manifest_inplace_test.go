@@ -68,3 +68,31 @@ func TestStoredMACMatchesEncodedMAC(t *testing.T) {
 		}
 	}
 }
+
+// An imageBlocks whose product with an entry's base64 length wraps around
+// to the list's length (2^60+1 entries of 48 bytes: 3*2^64 + 48) must be
+// refused as ErrInvalidManifest, not size an allocation: the manifest is
+// decoded before its MAC is checked, so anyone who can write to the bucket
+// could otherwise crash every reader (makeslice: cap out of range).
+func TestDecodeManifestV2ImageBlocksOverflow(t *testing.T) {
+	m := sampleManifestV2()
+	m.Blocks = m.Blocks[:1]
+	m.AllocatedBytes = m.blockLen(m.Blocks[0].Index)
+	m.DataBlocks, m.DataBytes = 1, m.AllocatedBytes
+	data := string(m.Encode())
+	if _, err := DecodeManifest([]byte(data)); err != nil {
+		t.Fatalf("one block: %v", err)
+	}
+	bad := strings.Replace(data, `"imageBlocks":1,`, `"imageBlocks":1152921504606846977,`, 1)
+	if bad == data {
+		t.Fatal("the case changes nothing")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("DecodeManifest panicked: %v", p)
+		}
+	}()
+	if _, err := DecodeManifest([]byte(bad)); !errors.Is(err, ErrInvalidManifest) {
+		t.Errorf("imageBlocks 2^60+1: %v, want ErrInvalidManifest", err)
+	}
+}

@@ -118,7 +118,9 @@ func decodeV2(data []byte) (*Manifest, error) {
 	if w.Owner != "" && w.FormatVersion < 3 {
 		return nil, bad("a version-%d manifest has no owner field", w.FormatVersion)
 	}
-	if w.ImageBlocks < 0 || len(w.Blocks) != w.ImageBlocks*b64Entry {
+	// Divided, not multiplied: an imageBlocks of 2^60+1 times 48 wraps
+	// around to 48, and would size the allocations below.
+	if len(w.Blocks)%b64Entry != 0 || len(w.Blocks)/b64Entry != w.ImageBlocks {
 		return nil, bad("block list of %d base64 bytes does not hold %d entries", len(w.Blocks), w.ImageBlocks)
 	}
 	if err := m.unpackBlocks(w.Blocks, w.ImageBlocks, bad); err != nil {

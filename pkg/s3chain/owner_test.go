@@ -141,3 +141,71 @@ func TestChainOwnerEmptiedChain(t *testing.T) {
 		t.Fatalf("owner %q, want host/b", owner)
 	}
 }
+
+// TestOwnerReadFailureAfterCommitDoesNotVoid: a failure to read the
+// chain's owner after the confirm (a network error, the context cancelled
+// by a driver stopping) is not a takeover: the backup fails but is not
+// voided, so Repo.ConfirmBackup (the driver's resumption) still makes it
+// ready. Only a takeover that landed voids it (FORMAT.md §7.5).
+func TestOwnerReadFailureAfterCommitDoesNotVoid(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.NewFaulty(storetest.NewMem())
+	r := newRepo(t, st, nil)
+	const chain = "shop/db"
+	v := newTestVolume(t, t.TempDir(), 8*doomBS, doomBS, 21)
+	m1, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, BlockSize: doomBS, Owner: "cluster/one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second backup lists the owners before it writes (checkOwner) and
+	// after its confirm (stillOwner): the second listing fails.
+	st.Add(storetest.Fault{Op: storetest.OpList, Key: func(k string) bool { return strings.HasPrefix(k, "owners/") }, Nth: 2})
+	_, _, err = r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, Parent: m1.ID, BackupID: "b2", Owner: "cluster/one"})
+	if err == nil {
+		t.Fatal("backup whose owner check after the commit failed: no error")
+	}
+	st.Clear()
+	if err := r.ConfirmBackup(ctx, chain, "b2", v.path); err != nil {
+		t.Fatalf("ConfirmBackup after a failed owner read: %v (voided?)", err)
+	}
+	if _, err := r.Manifest(ctx, chain, "b2"); err != nil {
+		t.Fatalf("b2 after ConfirmBackup: %v", err)
+	}
+}
+
+// TestConfirmBackupHoldsAWriterLease: Repo.ConfirmBackup (the driver's
+// resumption of an upload stopped after its commit, often long after: the
+// node was down) runs under a writer lease like Backup, so a gc meanwhile
+// skips the chain instead of voiding the manifest being confirmed (which
+// makes the resumption fail, and its id can never be committed again).
+func TestConfirmBackupHoldsAWriterLease(t *testing.T) {
+	ctx := context.Background()
+	f := storetest.NewFaulty(storetest.NewMem())
+	r := newRepo(t, f, nil)
+	const chain = "shop/db"
+	v := newTestVolume(t, t.TempDir(), 8*doomBS, doomBS, 22)
+	isState := func(k string) bool { return strings.HasSuffix(k, ".state") }
+	f.FailKeys(storetest.OpPutIfAbsent, isState, errors.New("lost"))
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: chain, Source: v.path, BlockSize: doomBS, BackupID: "u"}); err == nil {
+		t.Fatal("backup whose ready record failed: no error")
+	}
+	f.Clear()
+	// Pause ConfirmBackup at its first listing of the chain's locks.
+	g := f.Hold(storetest.OpList, func(k string) bool { return strings.HasPrefix(k, "pending/") }, 1)
+	done := make(chan error, 1)
+	go func() { done <- r.ConfirmBackup(ctx, chain, "u", v.path) }()
+	if _, err := g.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := newRepo(t, f, nil).GC(ctx, s3chain.GCOptions{Chain: chain})
+	g.Release()
+	if err != nil || st.VoidedBackups != 0 {
+		t.Errorf("gc while ConfirmBackup runs: %+v, %v: want the chain skipped, nothing voided", st, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("ConfirmBackup with a gc meanwhile: %v", err)
+	}
+	if _, err := r.Manifest(ctx, chain, "u"); err != nil {
+		t.Fatalf("u after ConfirmBackup: %v", err)
+	}
+}

@@ -63,7 +63,8 @@ func (rec *stateRecord) of(m *Manifest) readiness {
 }
 
 // readState reads the state record of id in chain: nil when there is
-// none. Errors: ErrInvalidManifest (not a record of that id), store errors.
+// none. Errors: ErrInvalidManifest (not a record of that id, or larger
+// than any record), store errors.
 func (r *Repo) readState(ctx context.Context, chain, id string) (*stateRecord, error) {
 	if rec, ok := r.states.Load(stateKey(chain, id)); ok {
 		return rec.(*stateRecord), nil
@@ -71,6 +72,9 @@ func (r *Repo) readState(ctx context.Context, chain, id string) (*stateRecord, e
 	data, err := r.store.GetMax(ctx, stateKey(chain, id), maxStateBytes)
 	if errors.Is(err, store.ErrObjectNotFound) {
 		return nil, nil
+	}
+	if errors.Is(err, store.ErrObjectTooLarge) { // no record is: damaged, as a manifest too large
+		return nil, fmt.Errorf("%w: state record of backup %q in chain %q: %w", ErrInvalidManifest, id, chain, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state of backup %q in chain %q: %w", id, chain, err)

@@ -27,11 +27,15 @@ var (
 // key or option, a refused access, an invalid pool request, another
 // cluster's chain, a volume its chain cannot hold. A target that could not
 // be reached (Unreachable) never is.
-func Permanent(err error) bool { return Classify(err).Permanent() }
+func Permanent(err error) bool { return Classify(err).Permanent() || Final(err) }
 
 // Final reports whether err fails a backup upload for good: the snapshot
 // is larger than its chain holds (s3chain.ErrVolumeTooLarge: the chain's
-// block size is fixed by its first backup) or its chain name is invalid.
+// block size is fixed by its first backup), its chain name is invalid, or
+// its backup id is taken (s3chain.ErrBackupExists: in a chain with state
+// records an id whose manifest was voided, by a gc after the upload was
+// left unready longer than its min-age, or deleted, is never committed
+// again, FORMAT.md §7.5; the snapshot id that names it is fixed).
 // Neither a retry nor a change to the target or its credentials can ever
 // upload that snapshot into that chain, so the driver records the upload
 // UploadRefused and never restarts it. Every Final error is Permanent; the
@@ -39,5 +43,6 @@ func Permanent(err error) bool { return Classify(err).Permanent() }
 // attempts but not its retries by later calls, since an operator can fix
 // them.
 func Final(err error) bool {
-	return errors.Is(err, s3chain.ErrVolumeTooLarge) || errors.Is(err, s3chain.ErrInvalidChain)
+	return errors.Is(err, s3chain.ErrVolumeTooLarge) || errors.Is(err, s3chain.ErrInvalidChain) ||
+		errors.Is(err, s3chain.ErrBackupExists)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,12 +120,11 @@ func TestUploadRetriesAndChains(t *testing.T) {
 		t.Fatalf("second manifest %+v, %v: want parent b1", m2, err)
 	}
 
-	puts := e.store.Calls(storetest.OpPut)
+	// Only its writer lease (pending/) may be written: no block or manifest.
+	e.store.FailKeys(storetest.OpPut, func(k string) bool { return !strings.HasPrefix(k, "pending/") },
+		errors.New("an upload already committed put an object again"))
 	if err, _ := e.upload(s2, r2); err != nil {
 		t.Fatalf("upload after its commit: %v", err)
-	}
-	if n := e.store.Calls(storetest.OpPut) - puts; n != 0 {
-		t.Errorf("an upload already committed put %d objects again", n)
 	}
 }
 
@@ -187,5 +187,35 @@ func TestFinal(t *testing.T) {
 		if got := Final(tc.err); got != tc.want || got && !Permanent(tc.err) {
 			t.Errorf("Final(%v) = %v (Permanent %v), want %v", tc.err, got, Permanent(tc.err), tc.want)
 		}
+	}
+}
+
+// TestUploadOfDecidedIDIsFinal: in a chain with state records an id is
+// never reused (FORMAT.md §7.5). An upload whose manifest was left unready
+// and then voided by a gc (the driver down for longer than the gc's
+// min-age, or the target unreachable through the confirm) can never be
+// committed under its snapshot's backup id again: the upload fails for
+// good at once (recorded refused, FailedPrecondition) instead of being
+// retried under the same id by every CreateSnapshot for ever.
+func TestUploadOfDecidedIDIsFinal(t *testing.T) {
+	e := newUploadEnv(t)
+	s1, r1 := e.snapshot(t, "b1")
+	isState := func(k string) bool { return strings.HasSuffix(k, ".state") }
+	e.store.FailKeys(storetest.OpPutIfAbsent, isState, fmt.Errorf("put: %w", store.ErrAccessDenied))
+	if err, _ := e.upload(s1, r1); !errors.Is(err, store.ErrAccessDenied) {
+		t.Fatalf("upload whose ready record is refused: %v", err)
+	}
+	e.store.Clear()
+	st, err := e.repo.GC(e.ctx, s3chain.GCOptions{Chain: r1.Chain})
+	if err != nil || st.VoidedBackups != 1 {
+		t.Fatalf("gc: %+v, %v: want the unready manifest voided", st, err)
+	}
+	e.opens = 0
+	err, _ = e.upload(s1, r1)
+	if !errors.Is(err, s3chain.ErrBackupExists) || !Final(err) || !Permanent(err) {
+		t.Fatalf("upload under a voided id: %v (Final %v, Permanent %v), want a final ErrBackupExists", err, Final(err), Permanent(err))
+	}
+	if e.opens != 1 {
+		t.Errorf("upload under a voided id tried %d times, want 1", e.opens)
 	}
 }

@@ -23,7 +23,8 @@ const defaultCreateRegion = "us-east-1"
 // CreateTarget makes what the target URL rawURL names, so that Open then
 // finds it: a file:// directory with its parents (mode 0700), or an s3://
 // bucket, created with creds (minio-go's credential chain when creds has no
-// key, as in Open) in the URL's region, us-east-1 when it names none. It
+// key, as in Open) in the URL's region, us-east-1 when it names none, with
+// Object Lock enabled when the URL asks for retention (lock=, retain=). It
 // reports whether it created anything: an existing directory, or a bucket
 // that exists and that creds may reach, is not an error. It writes no
 // object (the first backup of a chain does).
@@ -71,7 +72,11 @@ func createBucket(ctx context.Context, client *minio.Client, t s3Target) (bool, 
 	if err == nil && exists {
 		return false, nil
 	}
-	err = client.MakeBucket(ctx, t.bucket, minio.MakeBucketOptions{Region: cmp.Or(t.region, defaultCreateRegion)})
+	// A target asking for retention needs a bucket with Object Lock, which
+	// S3 enables only at creation (or on a versioned bucket): made without
+	// it, the target's first backup fails with ErrNoObjectLock.
+	err = client.MakeBucket(ctx, t.bucket, minio.MakeBucketOptions{Region: cmp.Or(t.region, defaultCreateRegion),
+		ObjectLocking: t.lock.Enabled()})
 	switch minio.ToErrorResponse(err).Code {
 	case "":
 		if err != nil {

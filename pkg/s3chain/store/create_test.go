@@ -89,3 +89,24 @@ func TestCreateTargetScopedKeys(t *testing.T) {
 		t.Fatalf("Open with the scoped keys: %v", err)
 	}
 }
+
+// CreateTarget of a target that asks for Object Lock (lock=, retain=)
+// makes its bucket with Object Lock enabled, which S3 allows only at
+// creation (or after versioning): a bucket made without it fails the
+// target's first backup (ErrNoObjectLock) and its check.
+func TestCreateTargetObjectLock(t *testing.T) {
+	srv := testutil.StartS3(t)
+	ctx := context.Background()
+	fresh := strings.Replace(srv.URL("p"), srv.Bucket, srv.Bucket+"-locked", 1) + "&lock=governance&retain=1d"
+	if created, err := store.CreateTarget(ctx, fresh, creds(srv)); err != nil || !created {
+		t.Fatalf("CreateTarget = %v, %v", created, err)
+	}
+	s, err := store.Open(ctx, fresh, creds(srv))
+	if err != nil {
+		t.Fatalf("Open after CreateTarget: %v", err)
+	}
+	bl, err := store.LockerOf(s).BucketLock(ctx)
+	if err != nil || !bl.Enabled || bl.DefaultMode != "" {
+		t.Fatalf("bucket made for a lock= target: %+v, %v; want Object Lock enabled, no default retention", bl, err)
+	}
+}
