@@ -120,7 +120,7 @@ func (a *app) backupForget(cmd *cobra.Command, arg string, f *policyFlags, dryRu
 func lockedDate(err error) string {
 	s := err.Error()
 	if i := strings.Index(s, " until "); i >= 0 {
-		return strings.Fields(s[i+len(" until "):])[0]
+		return strings.TrimRight(strings.Fields(s[i+len(" until "):])[0], ";,.")
 	}
 	return "?"
 }

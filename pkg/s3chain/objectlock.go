@@ -156,7 +156,10 @@ func (r *Repo) Deletable(ctx context.Context, chain, id string) error {
 	if err != nil {
 		return fmt.Errorf("read the retention of backup %q of chain %q: %w", id, chain, err)
 	}
-	if ret.Locked(time.Now()) {
+	// With gc's margin for the store's clock: a DELETE the store still
+	// holds locked would be a delete marker on a versioned bucket, hiding
+	// a retained backup.
+	if ret.Locked(time.Now().Add(-lockMargin)) {
 		return fmt.Errorf("%w: backup %q of chain %q is locked (%s) until %s; it can be deleted after that date",
 			ErrRetained, id, chain, ret.Mode, ret.Until.UTC().Format(time.RFC3339))
 	}

@@ -71,6 +71,7 @@ type Observer interface {
 // target's and the pool's sentinels.
 func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol, error) {
 	if err := m.takeFailure(req.Name); err != nil {
+		m.ForgetJob(RestoreKey(req.Name)) // its job ended: the next call starts afresh
 		return backend.LVol{}, err
 	}
 	if lv, err := m.pool.GetByName(ctx, backend.KindVolume, req.Name); err == nil {
