@@ -81,7 +81,7 @@ func (a *app) backupForget(cmd *cobra.Command, arg string, f *policyFlags, dryRu
 	if err != nil {
 		return err
 	}
-	ms, err := repo.Backups(ctx, chain)
+	ms, err := repo.BackupHeaders(ctx, chain) // ids and times only
 	if err != nil {
 		return explain(err)
 	}

@@ -69,7 +69,7 @@ func (a *app) verifyAll(cmd *cobra.Command, f verifyFlags) error {
 // not open is skipped; one whose backups cannot be listed is one failure.
 // It returns only ctx's error.
 func verifyChain(ctx context.Context, repo *s3chain.Repo, chain string, deep bool, res *verifyAllResult) error {
-	ms, err := repo.Backups(ctx, chain)
+	ms, err := repo.BackupHeaders(ctx, chain) // ids and times only
 	if errors.Is(err, s3chain.ErrWrongKey) {
 		res.SkippedChains++
 		res.Skipped = append(res.Skipped, chain)

@@ -113,7 +113,7 @@ func (d *snapshotter) targetBackups(ctx context.Context, name string, secrets ma
 	}
 	var out []*csi.Snapshot
 	for _, c := range chains {
-		ms, err := repo.Backups(ctx, c)
+		ms, err := repo.BackupHeaders(ctx, c) // metadata only: no chain's block lists all in memory
 		if err != nil {
 			klog.InfoS("cannot list the backups of a chain; skipped", "target", name, "chain", c, "err", err)
 			continue
