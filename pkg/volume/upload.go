@@ -109,9 +109,11 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 // (ErrCorruptBlock) was left by a commit that failed and is removed, so the
 // upload runs again.
 func uploadedBefore(ctx context.Context, repo *s3chain.Repo, ref target.Ref, src string) (bool, error) {
-	if _, err := repo.Manifest(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrBackupNotFound) && !errors.Is(err, s3chain.ErrBackupNotReady) {
+	switch _, err := repo.Manifest(ctx, ref.Chain, ref.Backup); {
+	case errors.Is(err, s3chain.ErrBackupNotReady): // committed, not confirmed: finished below
+	case errors.Is(err, s3chain.ErrBackupNotFound):
 		return false, nil
-	} else if err != nil {
+	case err != nil:
 		return false, err
 	}
 	err := repo.ConfirmBackup(ctx, ref.Chain, ref.Backup, src)
