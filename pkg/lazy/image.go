@@ -2,7 +2,6 @@ package lazy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +69,9 @@ type Image struct {
 	cache *os.File
 
 	mu       sync.Mutex
-	have     []bool           // block i is in the cache file, verified
-	inflight map[int64]*fetch // blocks being fetched
+	have     []bool              // block i is in the cache file, verified
+	inflight map[int64]*fetch    // blocks being fetched
+	gaveUp   map[int64]time.Time // when a block's fetch last ran out of retries
 
 	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64
 	dataBlocks                                            int64
@@ -101,7 +101,7 @@ func New(src Source, opts Options) (*Image, error) {
 		f.Close()
 		return nil, fmt.Errorf("lazy image cache: %w", err)
 	}
-	im := &Image{src: src, opts: opts, cache: f, have: make([]bool, src.NumBlocks()), inflight: map[int64]*fetch{}}
+	im := &Image{src: src, opts: opts, cache: f, have: make([]bool, src.NumBlocks()), inflight: map[int64]*fetch{}, gaveUp: map[int64]time.Time{}}
 	for i := range src.NumBlocks() {
 		if !src.IsZero(i) {
 			im.dataBlocks++
@@ -213,26 +213,44 @@ func (im *Image) ensure(ctx context.Context, i int64) error {
 	return f.err
 }
 
+// failFast is the budget of a fetch of a block that gave up less than
+// RetryFor ago: the kernel re-issues a failed read page by page (and the
+// loop device splits it), and each of those must not wait RetryFor again.
+const failFast = 2 * time.Second
+
 // fetchRetrying fetches block i into the cache file, retrying failures
-// that are not Permanent with a backoff (100 ms doubling to 5 s) for
-// RetryFor from the first failure.
+// that are not Permanent with a backoff (100 ms doubling to 5 s), all
+// within RetryFor from the first try (failFast for a block that gave up
+// less than RetryFor ago).
 func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
-	var deadline time.Time
+	budget := im.opts.RetryFor
+	im.mu.Lock()
+	if t, ok := im.gaveUp[i]; ok && time.Since(t) < im.opts.RetryFor {
+		budget = min(budget, failFast)
+	}
+	im.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	wait := 100 * time.Millisecond
 	for {
 		err := im.fetchOne(ctx, i)
-		if err == nil || im.opts.Permanent(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			return nil
+		}
+		if im.opts.Permanent(err) {
 			return err
 		}
-		now := time.Now()
-		if deadline.IsZero() {
-			deadline = now.Add(im.opts.RetryFor)
-		}
-		if !now.Add(wait).Before(deadline) {
-			return fmt.Errorf("block %d still failing after %s of retries: %w", i, im.opts.RetryFor, err)
+		if ctx.Err() != nil {
+			im.mu.Lock()
+			im.gaveUp[i] = time.Now()
+			im.mu.Unlock()
+			return fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
 		}
 		im.retries.Add(1)
-		time.Sleep(wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
 		wait = min(2*wait, 5*time.Second)
 	}
 }
