@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"time"
 
 	"k8s.io/mount-utils"
@@ -71,17 +73,17 @@ func (b *Browse) Ended(interval time.Duration) <-chan struct{} {
 	return done
 }
 
-// Close unmounts the filesystem at Dir if it is still mounted, detaches
+// Close unmounts the filesystem at Dir if it is still mounted (lazily,
+// umount -l, when it is still busy after 10 s: what holds it then gets
+// EIO once the image is gone), detaches
 // the loop device and unmounts the FUSE filesystem, in that order; it is
 // safe to call after any of them was undone by hand. Errors: the first
 // step that failed (the later ones are still tried).
 func (b *Browse) Close() error {
 	var errs []error
 	if b.Device != "" {
-		if isMountPoint(b.Dir) {
-			if err := mount.New("").Unmount(b.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", b.Dir, err))
-			}
+		if err := unmountDir(b.Dir); err != nil {
+			errs = append(errs, err)
 		}
 		if err := Detach(b.Device); err != nil && len(errs) == 0 {
 			errs = append(errs, err)
@@ -93,4 +95,22 @@ func (b *Browse) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unmountDir unmounts dir if it is a mount point, retrying for 10 s while
+// it is busy (a shell still inside it), then detaching it lazily.
+func unmountDir(dir string) error {
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); isMountPoint(dir); time.Sleep(200 * time.Millisecond) {
+		if err = mount.New("").Unmount(dir); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if out, lerr := exec.Command("umount", "-l", dir).CombinedOutput(); lerr != nil {
+				return fmt.Errorf("unmount %s: %w (umount -l: %v: %s)", dir, err, lerr, strings.TrimSpace(string(out)))
+			}
+			return fmt.Errorf("unmount %s: %w: detached lazily; what still uses it reads EIO from now on", dir, err)
+		}
+	}
+	return nil
 }
