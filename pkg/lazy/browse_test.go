@@ -29,7 +29,7 @@ import (
 )
 
 // requireFUSE skips (fails under CI=true) without root or /dev/fuse.
-func requireFUSE(t *testing.T) {
+func requireFUSE(t testing.TB) {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if _, err := os.Stat("/dev/fuse"); err != nil {
@@ -46,7 +46,7 @@ type s3Proxy struct {
 	writes    atomic.Int64 // PUT, POST, DELETE: a browse must make none
 }
 
-func startProxy(t *testing.T, backend string) *s3Proxy {
+func startProxy(t testing.TB, backend string) *s3Proxy {
 	p := &s3Proxy{}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend})
 	rp.ErrorLog = log.New(io.Discard, "", 0)
@@ -88,7 +88,11 @@ const chain = "lab/browse"
 
 // newBackup makes a 320 MiB image of fsType holding a few files of random
 // bytes (one of 1 MiB), backs it up with 1 MiB blocks and returns it.
-func newBackup(t *testing.T, fsType string) *backup {
+func newBackup(t *testing.T, fsType string) *backup { return newBackupSized(t, fsType, 320<<20, 0) }
+
+// newBackupSized is newBackup with an image of size bytes and, when fill
+// is positive, one more file "big" of fill random bytes.
+func newBackupSized(t testing.TB, fsType string, size int64, fill int) *backup {
 	requireFUSE(t)
 	ctx := context.Background()
 	b := &backup{srv: testutil.StartS3(t), fsType: fsType, dir: t.TempDir(), sums: map[string]string{}, data: map[string][]byte{}}
@@ -97,7 +101,7 @@ func newBackup(t *testing.T, fsType string) *backup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(320 << 20); err != nil {
+	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -112,6 +116,9 @@ func newBackup(t *testing.T, fsType string) *backup {
 	}
 	testutil.Run(t, "mount", "-o", "loop", img, mnt)
 	files := map[string]int{"one-mib": 1 << 20, "sub/three": 3<<20 + 17, "sub/deep/small": 700, "empty": 0}
+	if fill > 0 {
+		files["big"] = fill
+	}
 	for name, size := range files {
 		p := filepath.Join(mnt, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -159,7 +166,7 @@ func newBackup(t *testing.T, fsType string) *backup {
 }
 
 // browse mounts the backup at a fresh directory; unmounted at the end.
-func (b *backup) browse(t *testing.T, retryFor time.Duration) (*lazy.Image, *lazy.Browse) {
+func (b *backup) browse(t testing.TB, retryFor time.Duration) (*lazy.Image, *lazy.Browse) {
 	t.Helper()
 	ctx := context.Background()
 	br, err := b.repo.OpenBlocks(ctx, chain, b.id)
@@ -205,7 +212,7 @@ func checkGone(t *testing.T, bw *lazy.Browse, fuseDir string) {
 	}
 }
 
-func fileSHA(t *testing.T, p string) string {
+func fileSHA(t testing.TB, p string) string {
 	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {
