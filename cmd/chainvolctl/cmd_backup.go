@@ -24,7 +24,7 @@ func (a *app) newBackupCmd() *cobra.Command {
 		RunE: groupRunE,
 	}
 	cmd.AddCommand(a.newBackupLsCmd(), a.newBackupShowCmd(), a.newBackupVerifyCmd(),
-		a.newBackupRmCmd(), a.newBackupForgetCmd(), a.newBackupCreateCmd(), a.newBackupMountCmd())
+		a.newBackupRmCmd(), a.newBackupForgetCmd(), a.newBackupCreateCmd(), a.newBackupMountCmd(), a.newBackupServeCmd())
 	return cmd
 }
 

@@ -74,59 +74,91 @@ directory of the image file it printed undo it.`,
 
 func (a *app) backupMount(cmd *cobra.Command, refArg, dir string, f mountFlags) error {
 	ctx := cmd.Context()
-	if f.retryFor <= 0 {
-		return usagef("--retry-for %s: must be positive", f.retryFor)
-	}
 	if err := checkMountDir(dir); err != nil {
 		return err
 	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return fmt.Errorf("backup mount needs FUSE: %w", err)
-	}
-	repo, m, err := a.resolveRef(ctx, refArg)
+	s, err := a.openBrowse(ctx, refArg, dir, f)
 	if err != nil {
 		return err
 	}
+	defer s.close()
+	a.tellMounted(cmd.ErrOrStderr(), s.m, s.bw, s.im.Stats(), s.mounted)
+	select {
+	case <-ctx.Done():
+	case <-s.bw.Ended(500 * time.Millisecond):
+	}
+	return a.endBrowse(cmd, s, "unmounted")
+}
+
+// browseSession is a backup mounted for browsing (backup mount, serve).
+type browseSession struct {
+	m       *s3chain.Manifest
+	im      *lazy.Image
+	bw      *lazy.Browse
+	fuseDir string
+	start   time.Time
+	mounted time.Duration
+}
+
+// openBrowse mounts backup refArg read-only at dir through the lazy image.
+// Errors: usage (--retry-for), no FUSE, the reference's, the mount's.
+func (a *app) openBrowse(ctx context.Context, refArg, dir string, f mountFlags) (*browseSession, error) {
+	if f.retryFor <= 0 {
+		return nil, usagef("--retry-for %s: must be positive", f.retryFor)
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return nil, fmt.Errorf("mounting a backup needs FUSE: %w", err)
+	}
+	repo, m, err := a.resolveRef(ctx, refArg)
+	if err != nil {
+		return nil, err
+	}
 	br, err := repo.OpenBlocks(ctx, m.Chain, m.ID)
 	if err != nil {
-		return explain(err)
+		return nil, explain(err)
 	}
 	im, err := lazy.New(br, lazy.Options{CacheDir: f.cacheDir, RetryFor: f.retryFor,
 		Permanent: func(err error) bool { return errors.Is(err, s3chain.ErrCorruptBlock) }})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer im.Close()
-	fuseDir, err := os.MkdirTemp("", "chainvol-backup-mount-")
-	if err != nil {
-		return err
+	s := &browseSession{m: m, im: im, start: time.Now()}
+	if s.fuseDir, err = os.MkdirTemp("", "chainvol-backup-mount-"); err != nil {
+		im.Close()
+		return nil, err
 	}
-	defer os.Remove(fuseDir)
-	start := time.Now()
-	bw, err := lazy.OpenBrowse(context.WithoutCancel(ctx), im, fuseDir, dir, m.FSType)
-	if err != nil {
-		return fmt.Errorf("mount %s@%s at %s: %w", m.Chain, m.ID, dir, err)
+	if s.bw, err = lazy.OpenBrowse(context.WithoutCancel(ctx), im, s.fuseDir, dir, m.FSType); err != nil {
+		s.close()
+		return nil, fmt.Errorf("mount %s@%s at %s: %w", m.Chain, m.ID, dir, err)
 	}
-	mounted := time.Since(start)
-	a.tellMounted(cmd.ErrOrStderr(), m, bw, im.Stats(), mounted)
-	select {
-	case <-ctx.Done():
-	case <-bw.Ended(500 * time.Millisecond):
-	}
-	cerr := bw.Close()
-	st := im.Stats()
+	s.mounted = time.Since(s.start)
+	return s, nil
+}
+
+// close releases what endBrowse did not: the cache and the FUSE directory.
+func (s *browseSession) close() {
+	_ = s.im.Close()
+	_ = os.Remove(s.fuseDir)
+}
+
+// endBrowse unmounts the session and prints what it fetched (verb: what
+// happened, "unmounted").
+func (a *app) endBrowse(cmd *cobra.Command, s *browseSession, verb string) error {
+	m, dir := s.m, s.bw.Dir
+	cerr := s.bw.Close()
+	st := s.im.Stats()
 	res := mountResult{Chain: m.Chain, ID: m.ID, Dir: dir, FSType: m.FSType, SizeBytes: m.SizeBytes,
 		Blocks: st.Blocks, DataBlocks: st.DataBlocks, FetchedBlocks: st.FetchedBlocks, FetchedBytes: st.FetchedBytes,
-		FetchedDataBytes: st.FetchedDataBytes, FailedReads: st.Failures, MountSeconds: mounted.Seconds(), Duration: time.Since(start).Seconds()}
+		FetchedDataBytes: st.FetchedDataBytes, FailedReads: st.Failures, MountSeconds: s.mounted.Seconds(), Duration: time.Since(s.start).Seconds()}
 	if m.FSType == "" {
-		res.Image = bw.Image
+		res.Image = s.bw.Image
 	}
 	if cerr != nil {
 		return fmt.Errorf("unmount %s@%s from %s: %w", m.Chain, m.ID, dir, cerr)
 	}
 	return a.emit(cmd, res, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "unmounted %s@%s from %s: fetched %d of %d data blocks (%d blocks in all), %s stored (%s of data) of the image's %s, %d failed reads, in %.1fs\n",
-			m.Chain, m.ID, dir, st.FetchedBlocks, st.DataBlocks, st.Blocks, bytesStr(st.FetchedBytes), bytesStr(st.FetchedDataBytes),
+		_, err := fmt.Fprintf(w, "%s %s@%s: fetched %d of %d data blocks (%d blocks in all), %s stored (%s of data) of the image's %s, %d failed reads, in %.1fs\n",
+			verb, m.Chain, m.ID, st.FetchedBlocks, st.DataBlocks, st.Blocks, bytesStr(st.FetchedBytes), bytesStr(st.FetchedDataBytes),
 			bytesStr(m.SizeBytes), st.Failures, res.Duration)
 		return err
 	})

@@ -85,7 +85,7 @@ func checkNothingLeft(t *testing.T, dir string) {
 	t.Helper()
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, l := range strings.Split(string(mi), "\n") {
-		if strings.Contains(l, " "+dir+" ") || strings.Contains(l, "chainvol-backup-mount-") {
+		if dir != "" && strings.Contains(l, " "+dir+" ") || strings.Contains(l, "chainvol-backup-mount-") || strings.Contains(l, "chainvol-backup-serve-") {
 			t.Errorf("left mounted: %s", l)
 		}
 	}
