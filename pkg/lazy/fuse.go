@@ -37,7 +37,7 @@ func Serve(im *Image, dir string) (*Server, error) {
 		EntryTimeout: &forever, AttrTimeout: &forever,
 		MountOptions: fuse.MountOptions{
 			FsName: "chainvol-lazy", Name: "chainvol", Options: []string{"ro"},
-			DirectMount: true, DirectMountStrict: os.Geteuid() == 0, MaxReadAhead: 1 << 20, DisableXAttrs: true,
+			DirectMount: true, DirectMountStrict: os.Geteuid() == 0, MaxReadAhead: 1 << 20, MaxWrite: 1 << 20, DisableXAttrs: true,
 		},
 	})
 	if err != nil {
