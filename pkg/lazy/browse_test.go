@@ -383,7 +383,9 @@ func TestBrowseOutage(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("read across an outage of 1.5 s: %v", err)
 	}
-	if st := im.Stats(); st.Retries == 0 {
-		t.Errorf("stats %+v: no retry", st)
+	// The retries of that wait may all be the store's own (6 tries over
+	// up to ~8 s) or the image's too: the read waited, and got the bytes.
+	if st := im.Stats(); st.Failures == 0 {
+		t.Errorf("stats %+v: the long outage failed no read", st)
 	}
 }
