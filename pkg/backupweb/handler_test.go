@@ -79,7 +79,9 @@ func (c *client) get(path string, hdr map[string]string) (*http.Response, []byte
 	return resp, body
 }
 
-func (c *client) auth() map[string]string { return map[string]string{"Authorization": "Bearer " + c.token} }
+func (c *client) auth() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + c.token}
+}
 
 func TestTokenRequired(t *testing.T) {
 	c, _, _ := newClient(t)

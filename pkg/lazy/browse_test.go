@@ -28,15 +28,6 @@ import (
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
-// requireFUSE skips (fails under CI=true) without root or /dev/fuse.
-func requireFUSE(t testing.TB) {
-	t.Helper()
-	testutil.RequireRoot(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testutil.SkipOrFail(t, "test needs /dev/fuse: "+err.Error())
-	}
-}
-
 // s3Proxy forwards to versitygw and counts what crosses it; down makes it
 // cut every connection (an outage of the target).
 type s3Proxy struct {
@@ -93,7 +84,7 @@ func newBackup(t *testing.T, fsType string) *backup { return newBackupSized(t, f
 // newBackupSized is newBackup with an image of size bytes and, when fill
 // is positive, one more file "big" of fill random bytes.
 func newBackupSized(t testing.TB, fsType string, size int64, fill int) *backup {
-	requireFUSE(t)
+	testutil.RequireFUSE(t)
 	ctx := context.Background()
 	b := &backup{srv: testutil.StartS3(t), fsType: fsType, dir: t.TempDir(), sums: map[string]string{}, data: map[string][]byte{}}
 	img := filepath.Join(b.dir, "src.img")

@@ -13,15 +13,6 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 )
 
-// requireFUSE skips (fails under CI=true) without root or /dev/fuse.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	testutil.RequireRoot(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testutil.SkipOrFail(t, "test needs /dev/fuse: "+err.Error())
-	}
-}
-
 // mountRun is a running "backup mount".
 type mountRun struct {
 	cmd            *exec.Cmd
@@ -102,7 +93,7 @@ func checkNothingLeft(t *testing.T, dir string) {
 // than the image holds; SIGINT ends it with nothing left mounted or
 // attached and the counts printed; so does "umount DIR".
 func TestBackupMount(t *testing.T) {
-	requireFUSE(t)
+	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
 	m := e.startMount(t, "s3:lab/x@latest")
 	for _, f := range []string{"sub/filea", "sub/filec", "sub/filed"} {
@@ -132,7 +123,7 @@ func TestBackupMount(t *testing.T) {
 // TestBackupMountRaw: a backup without a filesystem is offered as its raw
 // image file, which reads as the source.
 func TestBackupMountRaw(t *testing.T) {
-	requireFUSE(t)
+	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
 	raw := filepath.Join(e.dir, "raw.img")
 	writeRandom(t, raw, 0, 8<<20+5)

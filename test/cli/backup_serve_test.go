@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/testutil"
 )
 
 // TestBackupServe (issue 27): "backup serve" of an ext4 backup answers
@@ -25,7 +27,7 @@ import (
 // to the source, a directory as tar; it exits by itself after --idle
 // without requests, leaving nothing mounted or attached.
 func TestBackupServe(t *testing.T) {
-	requireFUSE(t)
+	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
 	cmd := exec.Command(binary, e.args("backup", "serve", "s3:lab/x@latest", "--listen", "127.0.0.1:0", "--idle", "3s", "-o", "json")...)
 	cmd.Env = append(os.Environ(), e.c.env...)
