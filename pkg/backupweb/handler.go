@@ -27,6 +27,9 @@ type Handler struct {
 	// last is the time of the last authenticated request (Unix ns): the
 	// idle TTL's clock.
 	last atomic.Int64
+	// active counts the authenticated requests being answered: a long
+	// download is not idleness.
+	active atomic.Int64
 }
 
 // New returns a handler of root (which the caller closes after the
@@ -37,8 +40,14 @@ func New(root *os.Root, token, title string) *Handler {
 	return h
 }
 
-// Idle is how long ago the last authenticated request came.
-func (h *Handler) Idle() time.Duration { return time.Since(time.Unix(0, h.last.Load())) }
+// Idle is how long ago the last authenticated request ended (0 while one
+// is being answered).
+func (h *Handler) Idle() time.Duration {
+	if h.active.Load() > 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, h.last.Load()))
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -57,7 +66,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a valid token is required (Authorization: Bearer TOKEN, or open the URL with ?token=TOKEN)", http.StatusUnauthorized)
 		return
 	}
-	h.last.Store(time.Now().UnixNano())
+	h.active.Add(1)
+	defer func() { h.last.Store(time.Now().UnixNano()); h.active.Add(-1) }()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "read-only", http.StatusMethodNotAllowed)
