@@ -13,7 +13,7 @@ import (
 func (a *app) newBackupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup",
-		Short: "List, show, verify, remove and create backups",
+		Short: "List, show, verify, remove, create, mount and serve backups",
 		Long: `Backups are named [TARGET:]CHAIN@BACKUP: TARGET a configured target name
 (default: the first), CHAIN the chain, BACKUP a backup id such as
 20261129T101500Z-3f9a0c17 or "latest" for the newest.`,
@@ -24,7 +24,7 @@ func (a *app) newBackupCmd() *cobra.Command {
 		RunE: groupRunE,
 	}
 	cmd.AddCommand(a.newBackupLsCmd(), a.newBackupShowCmd(), a.newBackupVerifyCmd(),
-		a.newBackupRmCmd(), a.newBackupForgetCmd(), a.newBackupCreateCmd())
+		a.newBackupRmCmd(), a.newBackupForgetCmd(), a.newBackupCreateCmd(), a.newBackupMountCmd(), a.newBackupServeCmd())
 	return cmd
 }
 

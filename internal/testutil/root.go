@@ -26,3 +26,13 @@ func RequireRoot(t testing.TB) {
 		SkipOrFail(t, "test needs root (loop devices, mkfs, mount)")
 	}
 }
+
+// RequireFUSE skips (outside CI) or fails (under CI) a test that mounts a
+// FUSE filesystem: it needs root (RequireRoot) and /dev/fuse.
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	RequireRoot(t)
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		SkipOrFail(t, "test needs /dev/fuse: "+err.Error())
+	}
+}

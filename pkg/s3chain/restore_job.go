@@ -2,7 +2,6 @@ package s3chain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
 // restoreJob is the state of one running restore.
@@ -164,20 +161,13 @@ func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
 // buf) and writes it at every offset that uses it.
 func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
 	first := f.indices[0]
-	key, obj, err := j.r.getBlock(ctx, j.cfg.Chain, f.d, j.keyOf(f.d), func(k string) ([]byte, error) {
-		return store.GetMaxInto(ctx, j.r.store, k, j.cfg.maxBlockObject(), objBuf)
-	})
-	if errors.Is(err, store.ErrObjectNotFound) || errors.Is(err, store.ErrObjectTooLarge) {
-		return fmt.Errorf("%w: block %d (object %s) is missing: %w", ErrCorruptBlock, first, key, err)
+	data, _, n, err := j.r.fetchBlock(ctx, j.cfg, first, f.d, j.keyOf(f.d), j.blockLen(first), objBuf, buf)
+	if n > 0 {
+		j.fetched.Add(1)
+		j.fetchedBytes.Add(n)
 	}
 	if err != nil {
-		return fmt.Errorf("fetch block %d (object %s): %w", first, key, err)
-	}
-	j.fetched.Add(1)
-	j.fetchedBytes.Add(int64(len(obj)))
-	data, err := j.cfg.checkBlock(obj, f.d, j.blockLen(first), buf)
-	if err != nil {
-		return fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, first, key, err)
+		return err
 	}
 	for _, i := range f.indices {
 		if err := j.writeBlock(data[:j.blockLen(i)], i*j.tip.BlockSize, buf); err != nil {

@@ -1,0 +1,71 @@
+package lazy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/mount-utils"
+)
+
+// MountOptions returns the mount options that mount a filesystem of
+// fsType read-only without replaying its journal or log, so that mounting
+// writes nothing (the loop device refuses writes anyway) and reads only
+// what the filesystem's own metadata needs: ext2/3/4 "noload"
+// (ext4(5)), XFS "norecovery" (xfs(5): needs "ro") and "nouuid" (the
+// source volume may be mounted on this host with the same UUID), btrfs
+// "rescue=nologreplay" (btrfs(5)). Others get "ro" alone.
+func MountOptions(fsType string) []string {
+	switch fsType {
+	case "ext2", "ext3", "ext4":
+		return []string{"ro", "noload"}
+	case "xfs":
+		return []string{"ro", "norecovery", "nouuid"}
+	case "btrfs":
+		return []string{"ro", "rescue=nologreplay"}
+	default:
+		return []string{"ro"}
+	}
+}
+
+// Attach attaches file to a new read-only loop device (losetup
+// --read-only: the kernel refuses every write to it) and returns its path.
+// The sector size is the default 512 bytes, which every filesystem
+// accepts. Errors: losetup's, with its output.
+func Attach(ctx context.Context, file string) (string, error) {
+	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", "--read-only", file).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("losetup --find --read-only %s: %v: %s", file, err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Detach detaches loop device dev. Errors: losetup's, with its output.
+func Detach(dev string) error {
+	if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("losetup --detach %s: %v: %s", dev, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// unmountBusy retries unmount while it fails with EBUSY for up to 10 s:
+// a loop device just detached may hold its file a little longer.
+func unmountBusy(unmount func() error) error {
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err = unmount(); err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// isMountPoint reports whether dir is a mount point (mount-utils'
+// device comparison with its parent).
+func isMountPoint(dir string) bool {
+	notMnt, err := mount.New("").IsLikelyNotMountPoint(dir)
+	return err == nil && !notMnt
+}

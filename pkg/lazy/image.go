@@ -1,0 +1,278 @@
+package lazy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Source is what a lazy image reads its blocks from; *s3chain.BlockReader
+// is one. ReadBlock must return only verified bytes (BlockLen(i) of them)
+// or an error; a zero block (IsZero) is never read.
+type Source interface {
+	SizeBytes() int64
+	BlockSize() int64
+	NumBlocks() int64
+	BlockLen(i int64) int64
+	IsZero(i int64) bool
+	ReadBlock(ctx context.Context, i int64, objBuf, buf []byte) ([]byte, int64, error)
+}
+
+// DefaultRetryFor is how long a read keeps retrying a block the target
+// fails to serve: below the kernel's hung-task warning (120 s,
+// kernel.hung_task_timeout_secs) that a filesystem's reader blocked on the
+// loop device would trigger, and below the kubelet's 2-minute default
+// runtime request timeout. Past it the read fails with EIO, never zeros.
+const DefaultRetryFor = 90 * time.Second
+
+// Options configure an Image.
+type Options struct {
+	// CacheDir holds the cache file of fetched blocks (a sparse file of
+	// SizeBytes, unlinked at once so that nothing outlives the process);
+	// default os.TempDir().
+	CacheDir string
+	// RetryFor bounds in time the retries of one block fetch that fails
+	// with anything but Permanent (default DefaultRetryFor).
+	RetryFor time.Duration
+	// Permanent reports an error no retry can fix (a block whose object
+	// does not match its digest): the read fails at once. Default: only
+	// context errors.
+	Permanent func(error) bool
+	// OnFetch, if set, is called after every block fetch with its latency
+	// and error (nil on success): the on-demand fetch histogram's hook.
+	OnFetch func(block int64, d time.Duration, err error)
+}
+
+// Stats are an Image's counters.
+type Stats struct {
+	// Blocks is the image's block count; DataBlocks those that are not
+	// all zeros (the only ones a read may fetch).
+	Blocks, DataBlocks int64
+	// FetchedBlocks were fetched and verified; FetchedBytes is their
+	// object bytes (compressed, as stored), FetchedDataBytes their bytes.
+	FetchedBlocks, FetchedBytes, FetchedDataBytes int64
+	// Retries counts failed fetches that were tried again; Failures the
+	// reads of blocks that ended in an error.
+	Retries, Failures int64
+}
+
+// Image is a backup image served lazily: ReadAt fetches the blocks it
+// touches that are not cached yet (once, however many readers want them)
+// and reads the rest from the cache file. It is safe for concurrent use.
+type Image struct {
+	src   Source
+	opts  Options
+	cache *os.File
+
+	mu       sync.Mutex
+	have     []bool              // block i is in the cache file, verified
+	inflight map[int64]*fetch    // blocks being fetched
+	gaveUp   map[int64]time.Time // when a block's fetch last ran out of retries
+
+	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64
+	dataBlocks                                            int64
+}
+
+// fetch is one block fetch that readers of the same block wait for.
+type fetch struct {
+	done chan struct{}
+	err  error
+}
+
+// New returns a lazy image of src with an empty cache. Errors: the cache
+// file cannot be made.
+func New(src Source, opts Options) (*Image, error) {
+	if opts.RetryFor <= 0 {
+		opts.RetryFor = DefaultRetryFor
+	}
+	if opts.Permanent == nil {
+		opts.Permanent = func(error) bool { return false }
+	}
+	f, err := os.CreateTemp(opts.CacheDir, "chainvol-lazy-*.cache")
+	if err != nil {
+		return nil, fmt.Errorf("lazy image cache: %w", err)
+	}
+	_ = os.Remove(f.Name()) // the open file is the cache; nothing to clean up after a crash
+	if err := f.Truncate(src.SizeBytes()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lazy image cache: %w", err)
+	}
+	im := &Image{src: src, opts: opts, cache: f, have: make([]bool, src.NumBlocks()), inflight: map[int64]*fetch{}, gaveUp: map[int64]time.Time{}}
+	for i := range src.NumBlocks() {
+		if !src.IsZero(i) {
+			im.dataBlocks++
+		}
+	}
+	return im, nil
+}
+
+// SizeBytes is the image's size in bytes.
+func (im *Image) SizeBytes() int64 { return im.src.SizeBytes() }
+
+// Stats returns the counters so far.
+func (im *Image) Stats() Stats {
+	return Stats{Blocks: im.src.NumBlocks(), DataBlocks: im.dataBlocks, FetchedBlocks: im.fetched.Load(),
+		FetchedBytes: im.fetchedBytes.Load(), FetchedDataBytes: im.fetchedData.Load(),
+		Retries: im.retries.Load(), Failures: im.failures.Load()}
+}
+
+// Close releases the cache file (its blocks are gone with it).
+func (im *Image) Close() error { return im.cache.Close() }
+
+// ReadAt is ReadAtContext without a context.
+func (im *Image) ReadAt(p []byte, off int64) (int, error) {
+	return im.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext reads len(p) bytes at off (io.ReaderAt's contract: fewer
+// only at the end, with io.EOF), fetching the blocks it touches that are
+// not cached. A block that cannot be fetched and verified fails the read
+// (the bytes before it are returned with the error): p never receives
+// bytes other than the backup's. Errors: the block's fetch error (after
+// retries for RetryFor), ctx's, the cache file's.
+func (im *Image) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	size := im.src.SizeBytes()
+	if off < 0 {
+		return 0, fmt.Errorf("lazy image: negative offset %d", off)
+	}
+	if off >= size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), size)
+	bs := im.src.BlockSize()
+	n := 0
+	for pos := off; pos < end; {
+		i := pos / bs
+		stop := min(end, i*bs+im.src.BlockLen(i))
+		part := p[n : n+int(stop-pos)]
+		if err := im.readIn(ctx, i, part, pos); err != nil {
+			return n, err
+		}
+		n += len(part)
+		pos = stop
+	}
+	if end < off+int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readIn fills part, which lies inside block i, from image offset pos.
+func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) error {
+	if im.src.IsZero(i) {
+		clear(part)
+		return nil
+	}
+	if err := im.ensure(ctx, i); err != nil {
+		return err
+	}
+	if _, err := im.cache.ReadAt(part, pos); err != nil {
+		return fmt.Errorf("lazy image cache: read block %d: %w", i, err)
+	}
+	return nil
+}
+
+// ensure returns once block i is in the cache, fetching it or waiting for
+// the reader already fetching it.
+func (im *Image) ensure(ctx context.Context, i int64) error {
+	im.mu.Lock()
+	if im.have[i] {
+		im.mu.Unlock()
+		return nil
+	}
+	f, busy := im.inflight[i]
+	if !busy {
+		f = &fetch{done: make(chan struct{})}
+		im.inflight[i] = f
+	}
+	im.mu.Unlock()
+	if busy {
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// The leader's fetch is not bound to its own reader's context: the
+	// readers waiting for the block still want it when that reader gives up.
+	f.err = im.fetchRetrying(context.WithoutCancel(ctx), i)
+	im.mu.Lock()
+	if f.err == nil {
+		im.have[i] = true
+	} else {
+		im.failures.Add(1)
+	}
+	delete(im.inflight, i)
+	im.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// failFast is the budget of a fetch of a block that gave up less than
+// RetryFor ago: the kernel re-issues a failed read page by page (and the
+// loop device splits it), and each of those must not wait RetryFor again.
+const failFast = 2 * time.Second
+
+// fetchRetrying fetches block i into the cache file, retrying failures
+// that are not Permanent with a backoff (100 ms doubling to 5 s), all
+// within RetryFor from the first try (failFast for a block that gave up
+// less than RetryFor ago).
+func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
+	budget := im.opts.RetryFor
+	im.mu.Lock()
+	if t, ok := im.gaveUp[i]; ok && time.Since(t) < im.opts.RetryFor {
+		budget = min(budget, failFast)
+	}
+	im.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		err := im.fetchOne(ctx, i)
+		if err == nil {
+			return nil
+		}
+		if im.opts.Permanent(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			im.mu.Lock()
+			im.gaveUp[i] = time.Now()
+			im.mu.Unlock()
+			return fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
+		}
+		im.retries.Add(1)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// fetchOne fetches, verifies (Source.ReadBlock) and caches block i once.
+func (im *Image) fetchOne(ctx context.Context, i int64) error {
+	start := time.Now()
+	data, n, err := im.src.ReadBlock(ctx, i, nil, nil)
+	if err == nil {
+		_, err = im.cache.WriteAt(data, i*im.src.BlockSize())
+		if err != nil {
+			err = fmt.Errorf("lazy image cache: write block %d: %w", i, err)
+		}
+	}
+	if im.opts.OnFetch != nil {
+		im.opts.OnFetch(i, time.Since(start), err)
+	}
+	if err != nil {
+		return err
+	}
+	im.fetched.Add(1)
+	im.fetchedBytes.Add(n)
+	im.fetchedData.Add(int64(len(data)))
+	return nil
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/internal/testutil"
+)
+
+// mountRun is a running "backup mount".
+type mountRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	dir            string
+}
+
+// startMount starts "backup mount REF DIR -o json" and returns once DIR
+// holds what it mounts (a file or directory entry appears).
+func (e *restoreEnv) startMount(t *testing.T, ref string) *mountRun {
+	t.Helper()
+	m := &mountRun{dir: filepath.Join(e.dir, "browse")}
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd = exec.Command(binary, e.args("backup", "mount", ref, m.dir, "-o", "json")...)
+	m.cmd.Env = append(os.Environ(), e.c.env...)
+	m.cmd.Stdout, m.cmd.Stderr = &m.stdout, &m.stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.cmd.Process.Kill(); _ = exec.Command("umount", "-l", m.dir).Run() })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if ents, _ := os.ReadDir(m.dir); len(ents) > 0 {
+			return m
+		}
+		if time.Now().After(deadline) || m.cmd.ProcessState != nil {
+			t.Fatalf("backup mount: nothing at %s after 60 s: %s", m.dir, m.stderr.String())
+		}
+	}
+}
+
+// wait waits for the command's end and returns its JSON result.
+func (m *mountRun) wait(t *testing.T) mountOut {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- m.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("backup mount: %v\nstderr: %s", err, m.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("backup mount did not end 60 s after it was told to: %s", m.stderr.String())
+	}
+	return decode[mountOut](t, m.stdout.String())
+}
+
+type mountOut struct {
+	FSType        string `json:"fsType"`
+	Image         string `json:"image"`
+	Blocks        int64  `json:"blocks"`
+	DataBlocks    int64  `json:"dataBlocks"`
+	FetchedBlocks int64  `json:"fetchedBlocks"`
+	FetchedBytes  int64  `json:"fetchedBytes"`
+}
+
+// checkNothingLeft fails if a mount, a loop device or a FUSE filesystem
+// of "backup mount" is left.
+func checkNothingLeft(t *testing.T, dir string) {
+	t.Helper()
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(mi), "\n") {
+		if dir != "" && strings.Contains(l, " "+dir+" ") || strings.Contains(l, "chainvol-backup-mount-") || strings.Contains(l, "chainvol-backup-serve-") {
+			t.Errorf("left mounted: %s", l)
+		}
+	}
+	if out, _ := exec.Command("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE").Output(); strings.Contains(string(out), "chainvol-backup-mount-") {
+		t.Errorf("loop device left: %s", out)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(os.TempDir(), "chainvol-backup-mount-*")); len(ents) > 0 {
+		t.Errorf("FUSE directories left: %v", ents)
+	}
+}
+
+// TestBackupMount (issue 27): "backup mount" of an ext4 backup lists and
+// reads its files with the source's sha256 while it fetched fewer blocks
+// than the image holds; SIGINT ends it with nothing left mounted or
+// attached and the counts printed; so does "umount DIR".
+func TestBackupMount(t *testing.T) {
+	testutil.RequireFUSE(t)
+	e := newRestoreEnv(t)
+	m := e.startMount(t, "s3:lab/x@latest")
+	for _, f := range []string{"sub/filea", "sub/filec", "sub/filed"} {
+		if got, want := sha(t, filepath.Join(m.dir, f)), sha(t, filepath.Join(e.dir, "content", f)); got != want {
+			t.Errorf("%s: sha256 %s, want %s", f, got, want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.dir, "x"), nil, 0o644); err == nil {
+		t.Error("a write to the mounted backup succeeded")
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	res := m.wait(t)
+	t.Logf("%+v; stderr: %s", res, m.stderr.String())
+	if res.FSType != "ext4" || res.FetchedBlocks == 0 || res.FetchedBlocks >= res.DataBlocks || res.Blocks != imageSize/blockSize {
+		t.Errorf("result %+v: want ext4, some but fewer than all data blocks fetched", res)
+	}
+	checkNothingLeft(t, m.dir)
+
+	m = e.startMount(t, "s3:lab/x@latest")
+	testutil.Run(t, "umount", m.dir)
+	m.wait(t)
+	checkNothingLeft(t, m.dir)
+}
+
+// TestBackupMountRaw: a backup without a filesystem is offered as its raw
+// image file, which reads as the source.
+func TestBackupMountRaw(t *testing.T) {
+	testutil.RequireFUSE(t)
+	e := newRestoreEnv(t)
+	raw := filepath.Join(e.dir, "raw.img")
+	writeRandom(t, raw, 0, 8<<20+5)
+	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	m := e.startMount(t, "s3:lab/raw@latest")
+	img := filepath.Join(m.dir, "image")
+	if got, want := sha(t, img), sha(t, raw); got != want {
+		t.Errorf("raw image: sha256 %s, want %s", got, want)
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res := m.wait(t)
+	if res.FSType != "" || res.Image != img || res.FetchedBlocks != res.DataBlocks {
+		t.Errorf("result %+v: want the raw image %s, every block fetched", res, img)
+	}
+	checkNothingLeft(t, m.dir)
+}

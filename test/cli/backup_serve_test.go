@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/internal/testutil"
+)
+
+// TestBackupServe (issue 27): "backup serve" of an ext4 backup answers
+// with the printed token only, over the self-signed certificate whose
+// fingerprint it printed: a directory page, a download and a Range equal
+// to the source, a directory as tar; it exits by itself after --idle
+// without requests, leaving nothing mounted or attached.
+func TestBackupServe(t *testing.T) {
+	testutil.RequireFUSE(t)
+	e := newRestoreEnv(t)
+	cmd := exec.Command(binary, e.args("backup", "serve", "s3:lab/x@latest", "--listen", "127.0.0.1:0", "--idle", "3s", "-o", "json")...)
+	cmd.Env = append(os.Environ(), e.c.env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	re := regexp.MustCompile(`(?s)at https://([0-9.:]+)/ .*fingerprint ([0-9a-f]{64}).*token \(shown once\): (\S+)`)
+	var m []string
+	for deadline := time.Now().Add(60 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
+		if m = re.FindStringSubmatch(stderr.String()); m == nil && time.Now().After(deadline) {
+			t.Fatalf("no address and token printed: %s", stderr.String())
+		}
+	}
+	addr, fp, token := m[1], m[2], m[3]
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if sum := sha256.Sum256(raw[0]); hex.EncodeToString(sum[:]) != fp {
+				return errors.New("certificate does not match the printed fingerprint")
+			}
+			return nil
+		}}}}
+	get := func(path, tok, rng string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, _ := get("/sub/", "wrong", ""); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d, want 401", code)
+	}
+	if code, page := get("/sub/", token, ""); code != 200 || !strings.Contains(string(page), `href="filea"`) {
+		t.Errorf("directory page: %d %s", code, page)
+	}
+	src, err := os.ReadFile(filepath.Join(e.dir, "content", "sub", "filea"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get("/sub/filea", token, ""); code != 200 || !bytes.Equal(body, src) {
+		t.Errorf("download: %d, %d bytes, equal %v", code, len(body), bytes.Equal(body, src))
+	}
+	if code, body := get("/sub/filea", token, "bytes=1048000-1049999"); code != http.StatusPartialContent || !bytes.Equal(body, src[1048000:1050000]) {
+		t.Errorf("range: %d, %d bytes", code, len(body))
+	}
+	code, body := get("/sub/?format=tar", token, "")
+	tr, files := tar.NewReader(bytes.NewReader(body)), map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatalf("tar (%d): %v", code, err)
+			}
+			break
+		}
+		data, _ := io.ReadAll(tr)
+		sum := sha256.Sum256(data)
+		files[hdr.Name] = hex.EncodeToString(sum[:])
+	}
+	for _, f := range []string{"filea", "fileb", "filec", "filed"} {
+		if want := sha(t, filepath.Join(e.dir, "content", "sub", f)); files["sub/"+f] != want {
+			t.Errorf("tar: sub/%s sha256 %s, want %s (entries %v)", f, files["sub/"+f], want, len(files))
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v: %s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve still running 30 s after its last request with --idle 3s")
+	}
+	res := decode[mountOut](t, stdout.String())
+	if res.FetchedBlocks == 0 || res.FetchedBlocks >= res.DataBlocks {
+		t.Errorf("result %+v", res)
+	}
+	checkNothingLeft(t, "")
+	if ents, _ := filepath.Glob(filepath.Join(os.TempDir(), "chainvol-backup-serve-*")); len(ents) > 0 {
+		t.Errorf("serve directories left: %v", ents)
+	}
+}
