@@ -126,9 +126,7 @@ func TestBackupMount(t *testing.T) {
 func TestBackupMountRaw(t *testing.T) {
 	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
-	raw := filepath.Join(e.dir, "raw.img")
-	writeRandom(t, raw, 0, 8<<20+5)
-	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	raw := e.rawBackup(t, 8<<20+5)
 	m := e.startMount(t, "s3:lab/raw@latest")
 	img := filepath.Join(m.dir, "image")
 	if got, want := sha(t, img), sha(t, raw); got != want {
@@ -174,4 +172,14 @@ func TestBackupMountKilled(t *testing.T) {
 		t.Error(err)
 	}
 	checkNothingLeft(t, m.dir)
+}
+
+// rawBackup backs up a file of n random bytes (no filesystem) as chain
+// s3:lab/raw and returns its path.
+func (e *restoreEnv) rawBackup(t *testing.T, n int) string {
+	t.Helper()
+	raw := filepath.Join(e.dir, "raw.img")
+	writeRandom(t, raw, 0, n)
+	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	return raw
 }

@@ -151,9 +151,7 @@ func (sv *serveRun) get(path, tok, rng string) (int, []byte) {
 func TestBackupServeRaw(t *testing.T) {
 	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
-	raw := filepath.Join(e.dir, "raw.img")
-	writeRandom(t, raw, 0, 4<<20+3)
-	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	raw := e.rawBackup(t, 4<<20+3)
 	src, err := os.ReadFile(raw)
 	if err != nil {
 		t.Fatal(err)
