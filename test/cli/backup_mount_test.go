@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,9 +126,7 @@ func TestBackupMount(t *testing.T) {
 func TestBackupMountRaw(t *testing.T) {
 	testutil.RequireFUSE(t)
 	e := newRestoreEnv(t)
-	raw := filepath.Join(e.dir, "raw.img")
-	writeRandom(t, raw, 0, 8<<20+5)
-	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	raw := e.rawBackup(t, 8<<20+5)
 	m := e.startMount(t, "s3:lab/raw@latest")
 	img := filepath.Join(m.dir, "image")
 	if got, want := sha(t, img), sha(t, raw); got != want {
@@ -141,4 +140,46 @@ func TestBackupMountRaw(t *testing.T) {
 		t.Errorf("result %+v: want the raw image %s, every block fetched", res, img)
 	}
 	checkNothingLeft(t, m.dir)
+}
+
+// TestBackupMountKilled: after a SIGKILL of "backup mount" a read of a
+// file not read before fails (the FUSE connection is gone), never with
+// other bytes, and the commands docs/operator.md gives (umount DIR,
+// losetup -d DEVICE, umount of the image's directory) leave nothing.
+func TestBackupMountKilled(t *testing.T) {
+	testutil.RequireFUSE(t)
+	e := newRestoreEnv(t)
+	m := e.startMount(t, "s3:lab/x@latest")
+	got := regexp.MustCompile(`device (/dev/loop\d+), image (\S+)/image\)`).FindStringSubmatch(m.stderr.String())
+	if got == nil {
+		t.Fatalf("no device and image printed: %s", m.stderr.String())
+	}
+	dev, fuseDir := got[1], got[2]
+	if err := m.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.cmd.Wait()
+	// Nothing of sub/ was read before the kill: no page of it is cached.
+	if data, err := os.ReadFile(filepath.Join(m.dir, "sub", "fileb")); err == nil {
+		t.Fatalf("a read after the kill returned %d bytes", len(data))
+	} else {
+		t.Logf("read after the kill: %v", err)
+	}
+	testutil.Run(t, "umount", m.dir)
+	testutil.Run(t, "losetup", "-d", dev)
+	testutil.Run(t, "umount", fuseDir)
+	if err := os.Remove(fuseDir); err != nil {
+		t.Error(err)
+	}
+	checkNothingLeft(t, m.dir)
+}
+
+// rawBackup backs up a file of n random bytes (no filesystem) as chain
+// s3:lab/raw and returns its path.
+func (e *restoreEnv) rawBackup(t *testing.T, n int) string {
+	t.Helper()
+	raw := filepath.Join(e.dir, "raw.img")
+	writeRandom(t, raw, 0, n)
+	e.c.ok(e.args("backup", "create", "--from", raw, "--chain", "s3:lab/raw", "--block-size", "1048576")...)
+	return raw
 }
