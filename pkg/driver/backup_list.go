@@ -70,7 +70,7 @@ var errNoSnapshot = volume.ErrNoBackup
 // An unknown target, chain or backup is already gone: success. A backup
 // under S3 Object Lock retention is refused (FailedPrecondition naming the
 // date) before anything local is dropped.
-func (d *snapshotter) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
+func (d *core) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
 	ref, err := volume.ParseBackupID(id)
 	if err == nil {
 		if err := d.refuseRetained(ctx, ref, secrets); err != nil {
@@ -106,7 +106,7 @@ func (d *snapshotter) deleteBackupSnapshot(ctx context.Context, id string, secre
 // refuseRetained returns the FailedPrecondition of a backup still under
 // S3 Object Lock retention, so that its local snapshots (the base of the
 // next incremental) stay; any other trouble is left to the delete itself.
-func (d *snapshotter) refuseRetained(ctx context.Context, ref target.Ref, secrets map[string]string) error {
+func (d *core) refuseRetained(ctx context.Context, ref target.Ref, secrets map[string]string) error {
 	repo, err := d.targets.Open(ctx, ref.Target, secrets)
 	if err != nil {
 		return nil
@@ -122,7 +122,7 @@ func (d *snapshotter) refuseRetained(ctx context.Context, ref target.Ref, secret
 
 // dropLocalBackupSnapshots stops any upload of backup id and deletes its
 // local snapshots.
-func (d *snapshotter) dropLocalBackupSnapshots(ctx context.Context, id string) {
+func (d *core) dropLocalBackupSnapshots(ctx context.Context, id string) {
 	if err := d.vols.DeleteSnapshotsOfBackup(ctx, id); err != nil {
 		klog.ErrorS(err, "delete local snapshot of backup", "backup", id)
 	}

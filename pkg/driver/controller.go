@@ -34,36 +34,36 @@ type volumeRequest struct {
 func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	vr, err := d.validateCreateVolume(req)
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	unlock, err := lock(d.vols, volumeNameLock(req.GetName()))
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	defer unlock()
 
 	if vr.restore != nil {
-		return d.createRestoredVolume(ctx, req, vr)
+		return d.restore.createRestoredVolume(ctx, req, vr)
 	}
 	// The name first: a retry must find its clone even once the source
 	// is deleted (CSI spec "CreateVolume"; lifecycle_regress_test.go).
 	if existing, err := d.pool.GetByName(ctx, backend.KindVolume, req.GetName()); err == nil {
 		srcID := vr.source.GetSnapshot().GetSnapshotId() + vr.source.GetVolume().GetVolumeId()
 		if err := sameVolume(existing, vr, srcID, req.GetCapacityRange()); err != nil {
-			return nil, err
+			return nil, volumeError("", err)
 		}
 		return d.volumeResponse(existing, vr.source), nil
 	}
 	src, err := d.contentSource(ctx, vr.source)
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	if vr.fsType, err = d.cloneFSType(ctx, vr.fsType, src); err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	size, err := sizeFor(req.GetCapacityRange(), max(src.SizeBytes, minFSSize[vr.fsType]))
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	lv, err := d.pool.Create(ctx, backend.CreateOptions{
 		Name: req.GetName(), Kind: backend.KindVolume, SizeBytes: size, SourceID: src.ID,
@@ -195,13 +195,13 @@ const (
 )
 
 // volumeResponse builds the CreateVolume response of an lvol.
-func (d *controller) volumeResponse(lv backend.LVol, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {
+func (d *core) volumeResponse(lv backend.LVol, src *csi.VolumeContentSource) *csi.CreateVolumeResponse {
 	return &csi.CreateVolumeResponse{Volume: d.csiVolume(lv, src)}
 }
 
 // csiVolume describes an lvol as a CSI Volume, with this node's topology
 // and a volume context carrying the filesystem type and restore origin.
-func (d *controller) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Volume {
+func (d *core) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Volume {
 	rec := volume.Of(lv)
 	vc := map[string]string{}
 	for k, v := range map[string]string{volumeContextFSType: rec.FSType, volumeContextRestoredFrom: rec.RestoredFrom} {
@@ -227,7 +227,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	defer unlock()
 	lv, err := d.pool.Get(ctx, id)
@@ -239,7 +239,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	}
 	d.vols.CancelRestore(lv)
 	if err := d.checkNotAttached(ctx, lv.ID); err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	if err := d.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return nil, volumeError("delete lvol", err)
@@ -258,10 +258,10 @@ func (d *controller) checkNotAttached(ctx context.Context, id string) error {
 	}
 	dev, err := d.loops.find(ctx, path)
 	if err != nil {
-		return status.Errorf(codes.Internal, "check loop devices of %s: %v", id, err)
+		return volume.Mark(volume.ErrNodeFailed, "check loop devices of %s: %w", id, err)
 	}
 	if dev != "" {
-		return status.Errorf(codes.FailedPrecondition, "volume %s is in use: staged on this node as %s; unstage it first", id, dev)
+		return volume.Mark(volume.ErrInUse, "volume %s is in use: staged on this node as %s; unstage it first", id, dev)
 	}
 	return nil
 }

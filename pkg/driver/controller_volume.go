@@ -19,7 +19,7 @@ import (
 // empty id; backend.ErrNotFound for unknown ids and snapshots,
 // volume.ErrNotReady (which wraps it) for volumes still being restored,
 // both wrapped with "volume ID" for the caller's family mapper.
-func (d *controller) getVolume(ctx context.Context, id string) (backend.LVol, error) {
+func (d *core) getVolume(ctx context.Context, id string) (backend.LVol, error) {
 	if id == "" {
 		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
@@ -40,10 +40,10 @@ func (d *controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.Va
 	}
 	access, fsType, err := checkCapabilities(req.GetVolumeCapabilities())
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	if _, err := parseVolumeParams(req.GetParameters()); err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	rec := volume.Of(lv)
 	if access != rec.AccessType {
@@ -110,7 +110,7 @@ func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	if errors.Is(err, backend.ErrNotFound) {
 		size, err := sizeFor(req.GetCapacityRange(), 0)
 		if err != nil {
-			return nil, err
+			return nil, volumeError("", err)
 		}
 		return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
 	} else if err != nil {
@@ -118,15 +118,15 @@ func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	}
 	unlock, err := lock(d.vols, lvolLock(lv.ID))
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	defer unlock()
 	size, err := sizeFor(req.GetCapacityRange(), lv.SizeBytes)
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	if err := d.checkGrowFits(ctx, lv, size, req.GetSecrets()); err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	lv, err = d.pool.Resize(ctx, lv.ID, size)
 	if err != nil {

@@ -21,23 +21,25 @@ import (
 )
 
 // Driver composes chainvol's Identity, Controller, GroupController and
-// Node servers (servers.go) over one lvol pool. Create it with New and
-// serve it with Run. Every RPC method of the servers is promoted to it.
+// Node servers (servers.go) over one lvol pool, as aws-ebs-csi-driver's
+// Driver{controllerService; nodeService}. Create it with New and serve it
+// with Run. Every RPC method of the servers is promoted to it.
 type Driver struct {
 	*core
-}
-
-// core is what the servers share: the node's options, pool, mounts,
-// targets, the volume lifecycle manager, metrics, and each other (the
-// embedded servers, so that one can call another's helpers).
-type core struct {
 	*identity
 	*controller
-	*restorer
 	*snapshotter
 	*groups
 	*node
+}
 
+// core is what the servers share and no server: the node's options, pool,
+// mounts, targets, the volume lifecycle manager, metrics, the background
+// gc, and the helpers more than one server needs (a volume's lookup and
+// health, a snapshot's lookup and deletion, the freeze of a staged
+// filesystem). It holds no server, so that no server reaches another's
+// methods (siblings_test.go checks it).
+type core struct {
 	opts    Options
 	pool    backend.Pool
 	mounter *mount.SafeFormatAndMount
@@ -94,13 +96,12 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	c.vols = volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
 		PoolReserveBytes: opts.PoolReserveBytes, Targets: targets, NoLocalBase: opts.NoLocalBase,
 		Observer: observer{metrics: c.metrics, events: c.events, index: &c.index},
-		Freezer:  volume.FreezerFunc(func(ctx context.Context, id string) (func(), error) { return c.node.freezeStaged(ctx, id) })})
-	c.identity, c.controller, c.restorer = &identity{core: c}, &controller{core: c}, &restorer{core: c}
-	c.snapshotter, c.groups, c.node = &snapshotter{core: c}, &groups{core: c}, &node{core: c}
+		Freezer:  volume.FreezerFunc(c.freezeStaged)})
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)
 	c.gcMetrics = newGCMetrics(c.metrics.registry)
 	c.retentionMetrics = newRetentionMetrics(c.metrics.registry)
-	return &Driver{core: c}, nil
+	return &Driver{core: c, identity: &identity{core: c}, controller: &controller{core: c, restore: &restorer{core: c}},
+		snapshotter: &snapshotter{core: c}, groups: &groups{core: c}, node: &node{core: c}}, nil
 }
 
 // Run serves the CSI services on the unix socket of opts.Endpoint until ctx is

@@ -41,23 +41,27 @@ func familyCode(err error) codes.Code { return classCode(volume.Classify(err)) }
 // retention (until its date), a target that cannot be reached right now
 // Unavailable, a name held or a chain change that cannot be made safely
 // right now Aborted (both retryable: the spec leaves transient failures to
-// gRPC's codes).
+// gRPC's codes). A volume not in the state a call needs (not staged, in
+// use, another filesystem: volume.ErrNotStaged, ...) is FailedPrecondition,
+// one a restore still fills at the node Unavailable.
 var classCodes = map[volume.Class]codes.Code{
-	volume.ClassNone:        codes.OK,
-	volume.ClassBusy:        codes.Aborted,
-	volume.ClassUnreachable: codes.Unavailable,
-	volume.ClassTooLarge:    codes.FailedPrecondition,
-	volume.ClassOwned:       codes.FailedPrecondition,
-	volume.ClassRetained:    codes.FailedPrecondition,
-	volume.ClassInvalid:     codes.InvalidArgument,
-	volume.ClassNotFound:    codes.NotFound,
-	volume.ClassDenied:      codes.PermissionDenied,
-	volume.ClassDamaged:     codes.FailedPrecondition,
-	volume.ClassOutOfRange:  codes.OutOfRange,
-	volume.ClassExists:      codes.AlreadyExists,
-	volume.ClassNoSpace:     codes.ResourceExhausted,
-	volume.ClassCanceled:    codes.Canceled,
-	volume.ClassDeadline:    codes.DeadlineExceeded,
+	volume.ClassNone:         codes.OK,
+	volume.ClassBusy:         codes.Aborted,
+	volume.ClassUnreachable:  codes.Unavailable,
+	volume.ClassTooLarge:     codes.FailedPrecondition,
+	volume.ClassOwned:        codes.FailedPrecondition,
+	volume.ClassRetained:     codes.FailedPrecondition,
+	volume.ClassInvalid:      codes.InvalidArgument,
+	volume.ClassNotFound:     codes.NotFound,
+	volume.ClassDenied:       codes.PermissionDenied,
+	volume.ClassDamaged:      codes.FailedPrecondition,
+	volume.ClassOutOfRange:   codes.OutOfRange,
+	volume.ClassExists:       codes.AlreadyExists,
+	volume.ClassNoSpace:      codes.ResourceExhausted,
+	volume.ClassCanceled:     codes.Canceled,
+	volume.ClassDeadline:     codes.DeadlineExceeded,
+	volume.ClassPrecondition: codes.FailedPrecondition,
+	volume.ClassUnavailable:  codes.Unavailable,
 }
 
 // classCode is the code of class c; a class without one is Internal.

@@ -103,3 +103,32 @@ func TestSnapshotErrorRetained(t *testing.T) {
 		t.Fatalf("got %v %q; want FailedPrecondition naming the date", st.Code(), st.Message())
 	}
 }
+
+// TestNodeSentinelCodes: the node's sentinels (volume/node_errors.go) map
+// to the codes the CSI spec's node tables give, whatever their cause wraps
+// (a failed mkdir out of space stays Internal), and Mark keeps the message.
+func TestNodeSentinelCodes(t *testing.T) {
+	for _, tc := range []struct {
+		sentinel error
+		want     codes.Code
+	}{
+		{volume.ErrNodeFailed, codes.Internal},
+		{volume.ErrNotStaged, codes.FailedPrecondition},
+		{volume.ErrInUse, codes.FailedPrecondition},
+		{volume.ErrIncompatible, codes.FailedPrecondition},
+		{volume.ErrPoolNotReady, codes.FailedPrecondition},
+		{volume.ErrMountConflict, codes.AlreadyExists},
+		{volume.ErrRestoring, codes.Unavailable},
+		{volume.ErrFrozen, codes.Aborted},
+		{volume.ErrNotAtPath, codes.NotFound},
+	} {
+		err := volume.Mark(tc.sentinel, "create staging path /x: %w", syscall.ENOSPC)
+		st := status.Convert(nodeError("", err))
+		if st.Code() != tc.want || st.Message() != "create staging path /x: "+syscall.ENOSPC.Error() {
+			t.Errorf("%v: %v %q, want %v and the message as made", tc.sentinel, st.Code(), st.Message(), tc.want)
+		}
+		if !errors.Is(err, tc.sentinel) || !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("%v: the mark hides its sentinel or its cause", tc.sentinel)
+		}
+	}
+}

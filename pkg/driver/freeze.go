@@ -3,13 +3,14 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // fiFreeze and fiThaw are linux/fs.h's FIFREEZE and FITHAW, _IOWR('X',
@@ -32,34 +33,36 @@ const (
 // application writes for 1.2 GB on ext4) a staged volume is refused with
 // FailedPrecondition rather than frozen (README, "Snapshots").
 //
-// Errors are gRPC statuses, ready to return: NotFound for an unknown lvol,
-// FailedPrecondition for a staged lvol on a pool without reflink,
-// Aborted when the filesystem is already frozen (by a concurrent snapshot
-// or an administrator's fsfreeze: we cannot know when they will thaw it, so
-// the snapshot is retried rather than taken unprotected or thawed under
-// their feet), Internal otherwise.
-func (d *node) freezeStaged(ctx context.Context, lvolID string) (thaw func(), err error) {
+// Errors (sentinels of pkg/volume, mapped by the caller's family):
+// backend.ErrNotFound for an unknown lvol, volume.ErrInUse for a staged
+// lvol on a pool without reflink, volume.ErrFrozen when the filesystem is
+// already frozen (by a concurrent snapshot or an administrator's fsfreeze:
+// we cannot know when they will thaw it, so the snapshot is retried rather
+// than taken unprotected or thawed under their feet), volume.ErrNodeFailed
+// otherwise. It is core's: the snapshot stories (volume.Config.Freezer)
+// and group snapshots use it.
+func (d *core) freezeStaged(ctx context.Context, lvolID string) (thaw func(), err error) {
 	noop := func() {}
 	file, err := d.pool.DataPath(lvolID)
 	if err != nil {
-		return noop, snapshotError("lvol "+lvolID, err)
+		return noop, fmt.Errorf("lvol %s: %w", lvolID, err)
 	}
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {
-		return noop, status.Errorf(codes.Internal, "find the loop device of %s: %v", lvolID, err)
+		return noop, volume.Mark(volume.ErrNodeFailed, "find the loop device of %s: %w", lvolID, err)
 	}
 	if dev == "" {
 		return noop, nil
 	}
 	mp, err := fsMountOf(dev)
 	if err != nil {
-		return noop, status.Errorf(codes.Internal, "%v", err)
+		return noop, volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	if mp == "" {
 		return noop, nil
 	}
 	if !d.pool.Reflink() {
-		return noop, status.Errorf(codes.FailedPrecondition, "volume %s is in use (mounted at %s) and its pool lacks reflink: a consistent snapshot would freeze the application's filesystem for the whole copy of the volume. "+
+		return noop, volume.Mark(volume.ErrInUse, "volume %s is in use (mounted at %s) and its pool lacks reflink: a consistent snapshot would freeze the application's filesystem for the whole copy of the volume. "+
 			"Snapshot it while it is not staged (stop its pods), or put the pool on XFS with reflink=1 (or btrfs), where a snapshot freezes it only for an O(1) reflink", lvolID, mp)
 	}
 	return freezeFS(mp)
@@ -92,14 +95,14 @@ func fsMountOf(dev string) (string, error) {
 func freezeFS(mp string) (func(), error) {
 	fd, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return func() {}, status.Errorf(codes.Internal, "open %s to freeze it: %v", mp, err)
+		return func() {}, volume.Mark(volume.ErrNodeFailed, "open %s to freeze it: %w", mp, err)
 	}
 	if err := unix.IoctlSetInt(fd, fiFreeze, 0); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EBUSY) {
-			return func() {}, status.Errorf(codes.Aborted, "the filesystem at %s is already frozen by another operation; retry later", mp)
+			return func() {}, volume.Mark(volume.ErrFrozen, "the filesystem at %s is already frozen by another operation; retry later", mp)
 		}
-		return func() {}, status.Errorf(codes.Internal, "freeze the filesystem at %s: %v", mp, err)
+		return func() {}, volume.Mark(volume.ErrNodeFailed, "freeze the filesystem at %s: %w", mp, err)
 	}
 	klog.V(2).InfoS("froze filesystem", "path", mp)
 	var once sync.Once

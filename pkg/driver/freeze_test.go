@@ -13,7 +13,7 @@ import (
 )
 
 // TestFreezeStaged: while frozen, a write from another goroutine blocks;
-// it completes after thaw. A second freeze is Aborted; an unstaged lvol
+// it completes after thaw. A second freeze is Aborted (volume.ErrFrozen); an unstaged lvol
 // gets a no-op thaw.
 func TestFreezeStaged(t *testing.T) {
 	e := newNodeEnv(t)
@@ -23,15 +23,15 @@ func TestFreezeStaged(t *testing.T) {
 	thaw, err := e.d.freezeStaged(e.ctx, lv.ID) // not staged: nothing to freeze
 	mustOK(t, err)
 	thaw()
-	_, err = e.d.freezeStaged(e.ctx, "vol-unknown")
-	wantCode(t, err, codes.NotFound)
+	_, err = e.d.freezeStaged(e.ctx, "vol-unknown") // sentinels, mapped by the caller's family
+	wantCode(t, snapshotError("", err), codes.NotFound)
 
 	mustOK(t, e.stage(lv.ID, staging, mountCap("xfs", snw)))
 	thaw, err = e.d.freezeStaged(e.ctx, lv.ID)
 	mustOK(t, err)
 	defer thaw()
 	_, err = e.d.freezeStaged(e.ctx, lv.ID)
-	wantCode(t, err, codes.Aborted, "already frozen")
+	wantCode(t, snapshotError("", err), codes.Aborted, "already frozen")
 
 	done := make(chan error, 1)
 	go func() { done <- os.WriteFile(filepath.Join(staging, "f"), []byte("after thaw"), 0o644) }()

@@ -3,9 +3,6 @@ package driver
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
@@ -31,7 +28,7 @@ func (d *controller) sourceFSType(ctx context.Context, src backend.LVol) (string
 	}
 	fs, err := d.mounter.GetDiskFormat(path)
 	if err != nil {
-		return "", status.Errorf(codes.Internal, "detect the filesystem of content source %s: %v", src.ID, err)
+		return "", volume.Mark(volume.ErrNodeFailed, "detect the filesystem of content source %s: %w", src.ID, err)
 	}
 	return fs, nil
 }

@@ -143,7 +143,7 @@ func newGCMetrics(reg prometheus.Registerer) *gcMetrics {
 // (retention.go), then one Repo.GC of the chain, logged and
 // counted. It asks for a retry when a backup of the chain was running (the
 // gc skipped it) or the target failed.
-func (d *snapshotter) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
+func (d *core) collect(ctx context.Context, k gcKey, secrets map[string]string) (retry bool) {
 	start := time.Now()
 	rec := jobrec.Start(jobrec.DirOf(d.opts.StateDir), jobrec.Record{Kind: jobrec.KindGC,
 		What: "gc of " + k.target + ":" + k.chain, Backup: k.target + ":" + k.chain})

@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/klog/v2"
 
@@ -59,7 +57,7 @@ func (d *groups) recordedGroup(ctx context.Context, req *csi.CreateVolumeGroupSn
 		sources = append(sources, m.SourceVolumeID)
 	}
 	if slices.Sort(sources); !slices.Equal(sources, ids) {
-		return nil, status.Errorf(codes.AlreadyExists, "group snapshot %q exists for volumes %v, not %v", req.GetName(), sources, ids)
+		return nil, volume.Refuse(volume.ClassExists, "group snapshot %q exists for volumes %v, not %v", req.GetName(), sources, ids)
 	}
 	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: r.GroupID, ReadyToUse: true, CreationTime: timestamppb.New(r.CreatedAt)}
 	for _, m := range r.Members {

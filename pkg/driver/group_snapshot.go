@@ -51,27 +51,27 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	}
 	sp, err := parseSnapshotParams(req.GetParameters())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	unlock, err := lock(d.vols, groupNameLock(req.GetName()))
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	defer unlock()
 	ids := slices.Compact(slices.Sorted(slices.Values(req.GetSourceVolumeIds())))
 	if g, err := d.recordedGroup(ctx, req, ids); err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	} else if g != nil {
 		d.groupRetention(ctx, g, sp, req.GetSecrets())
 		return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
 	}
 	members, err := d.groupMembers(ctx, req.GetName(), ids)
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	if members == nil {
 		if members, err = d.takeGroup(ctx, req, sp, ids); err != nil {
-			return nil, err
+			return nil, snapshotError("", err)
 		}
 	}
 	if err := d.recordGroup(req.GetName(), members, sp.Retention); err != nil {
@@ -79,7 +79,7 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	}
 	g, err := d.groupStatus(ctx, members, req.GetSecrets())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	d.groupRetention(ctx, g, sp, req.GetSecrets())
 	return &csi.CreateVolumeGroupSnapshotResponse{GroupSnapshot: g}, nil
@@ -101,7 +101,7 @@ func (d *groups) groupMembers(ctx context.Context, name string, ids []string) ([
 	}
 	slices.Sort(sources)
 	if members != nil && !slices.Equal(sources, ids) {
-		return nil, status.Errorf(codes.AlreadyExists, "group snapshot %q exists for volumes %v, not %v", name, sources, ids)
+		return nil, volume.Refuse(volume.ClassExists, "group snapshot %q exists for volumes %v, not %v", name, sources, ids)
 	}
 	return members, nil
 }
@@ -155,9 +155,9 @@ func (d *groups) GetVolumeGroupSnapshot(ctx context.Context, req *csi.GetVolumeG
 	for _, id := range ids {
 		s, err := d.findSnapshot(ctx, id, req.GetSecrets())
 		if errors.Is(err, errNoSnapshot) {
-			return nil, status.Errorf(codes.NotFound, "member snapshot %q of group %q not found", id, gid)
+			return nil, snapshotError("", volume.Refuse(volume.ClassNotFound, "member snapshot %q of group %q not found", id, gid))
 		} else if err != nil {
-			return nil, err
+			return nil, snapshotError("", err)
 		}
 		s.GroupSnapshotId = gid
 		g.ReadyToUse = g.ReadyToUse && s.GetReadyToUse()
@@ -218,8 +218,8 @@ func (d *groups) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.DeleteV
 		if !validSnapshotID(id) {
 			continue // names nothing that exists
 		}
-		if _, err := d.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id, Secrets: req.GetSecrets()}); err != nil {
-			return nil, err
+		if err := d.deleteSnapshot(ctx, id, req.GetSecrets()); err != nil {
+			return nil, snapshotError("", err)
 		}
 	}
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -80,7 +78,7 @@ func (d *groups) memberNamesFree(ctx context.Context, name string, n int) error 
 		} else if err != nil {
 			return snapshotError("look up snapshot "+memberName(name, i), err)
 		}
-		return status.Errorf(codes.AlreadyExists, "group snapshot %q names its member %d %q, a name snapshot %s holds already; use another group name",
+		return volume.Refuse(volume.ClassExists, "group snapshot %q names its member %d %q, a name snapshot %s holds already; use another group name",
 			name, i, memberName(name, i), lv.ID)
 	}
 	return nil
@@ -103,13 +101,13 @@ func (d *groups) groupSources(ctx context.Context, ids []string) ([]backend.LVol
 	}
 	switch {
 	case len(srcs) == 0:
-		return nil, status.Errorf(codes.NotFound, "none of the volumes %s is on node %s", strings.Join(elsewhere, ", "), d.opts.NodeID)
+		return nil, volume.Refuse(volume.ClassNotFound, "none of the volumes %s is on node %s", strings.Join(elsewhere, ", "), d.opts.NodeID)
 	case len(elsewhere) > 0:
 		var here []string
 		for _, s := range srcs {
 			here = append(here, s.ID)
 		}
-		return nil, status.Errorf(codes.FailedPrecondition, "a group snapshot freezes its members together on one node: volumes %s are not on node %s (which has %s); group volumes of one node only",
+		return nil, volume.Refuse(volume.ClassPrecondition, "a group snapshot freezes its members together on one node: volumes %s are not on node %s (which has %s); group volumes of one node only",
 			strings.Join(elsewhere, ", "), d.opts.NodeID, strings.Join(here, ", "))
 	}
 	return srcs, nil
@@ -177,7 +175,7 @@ func (d *groups) freezeAndReflink(ctx context.Context, name string, srcs []backe
 	for _, s := range srcs {
 		thaw, err := d.freezeStaged(ctx, s.ID)
 		if err != nil {
-			return nil, 0, err // a status: Aborted while another freeze holds it
+			return nil, 0, err // volume.ErrFrozen (Aborted) while another freeze holds it
 		}
 		thaws = append(thaws, thaw)
 	}

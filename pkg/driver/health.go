@@ -7,10 +7,9 @@ import (
 	"os"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // poolFullRatio is the fraction of used pool space above which volumes and
@@ -26,7 +25,7 @@ func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHea
 // unreadable: INACCESSIBLE) and the pool's fullness, and returns the data
 // file's path ("" when it is missing: nothing left for the node to probe).
 // Errors: those of getVolume.
-func (d *controller) volumeHealth(ctx context.Context, id string) (*csi.VolumeHealth, string, error) {
+func (d *core) volumeHealth(ctx context.Context, id string) (*csi.VolumeHealth, string, error) {
 	lv, err := d.getVolume(ctx, id)
 	if err != nil {
 		return nil, "", err
@@ -54,7 +53,7 @@ func (d *controller) volumeHealth(ctx context.Context, id string) (*csi.VolumeHe
 }
 
 // poolNearlyFull returns a message when the pool is above poolFullRatio, "" otherwise.
-func (d *controller) poolNearlyFull(ctx context.Context) string {
+func (d *core) poolNearlyFull(ctx context.Context) string {
 	c, err := d.pool.Capacity(ctx)
 	if err != nil || c.TotalBytes == 0 {
 		return ""
@@ -116,7 +115,7 @@ func (d *node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHe
 	staging, publish := req.GetStagingTargetPath(), req.GetVolumePublishPath()
 	if staging != "" {
 		if _, err := os.Stat(staging); errors.Is(err, os.ErrNotExist) {
-			return nil, status.Errorf(codes.NotFound, "staging path %s does not exist", staging)
+			return nil, nodeError("", volume.Mark(volume.ErrNotAtPath, "staging path %s does not exist", staging))
 		}
 	}
 	h, file, err := d.volumeHealth(ctx, req.GetVolumeId())

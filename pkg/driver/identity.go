@@ -4,11 +4,10 @@ import (
 	"context"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/chainvol/chainvol/pkg/version"
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // GetPluginInfo returns the driver name and, as vendor_version, the build's
@@ -39,7 +38,7 @@ func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabili
 // (CSI spec "Probe": FailedPrecondition when not ready).
 func (d *identity) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	if _, err := d.pool.Capacity(ctx); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "pool not ready: %v", err)
+		return nil, nodeError("", volume.Mark(volume.ErrPoolNotReady, "pool not ready: %w", err))
 	}
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }

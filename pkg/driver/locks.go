@@ -10,16 +10,31 @@ import "github.com/chainvol/chainvol/pkg/volume"
 // namespace); an existing lvol is its id (vol-…, snap-…: the id carries
 // its kind).
 //
-// The locks of the services' RPCs, the one place that states them:
-//
-//	Controller, volumes:   CreateVolume                     volumeNameLock
-//	                       DeleteVolume, ControllerExpandVolume  lvolLock(volume id)
-//	Controller, snapshots: CreateSnapshot                   snapshotNameLock, then (volume.Manager.TakeSnapshot) the source's id
-//	                       DeleteSnapshot                   lvolLock(snapshot id)
-//	Background gc:         a retention pass's delete        lvolLock(snapshot id), busy: skipped (retention.go)
-//	GroupController:       CreateVolumeGroupSnapshot        groupNameLock, then every source's lvolLock
-//	Node:                  NodeStageVolume, NodeUnstageVolume, NodePublishVolume,
-//	                       NodeUnpublishVolume, NodeExpandVolume  lvolLock(volume id)
+// rpcLocks is the one place that states the locks of the services' RPCs
+// (and of the background gc's retention pass): for each, the kinds of
+// callLock it takes (a busy one answers Aborted; a retention pass skips
+// the backup). locks_test.go checks that every RPC takes exactly these,
+// directly or through the helpers it calls. CreateSnapshot's source lock is
+// volume.Manager.TakeSnapshot's (pkg/volume), after snapshotNameLock.
+var rpcLocks = map[string][]string{
+	"Controller.CreateVolume":           {"volumeNameLock"},
+	"Controller.DeleteVolume":           {"lvolLock"},
+	"Controller.ControllerExpandVolume": {"lvolLock"},
+	"Controller.CreateSnapshot":         {"snapshotNameLock"},
+	"Controller.DeleteSnapshot":         {"lvolLock"},
+	// Every source's lvolLock after the group's name; a delete locks each
+	// member as DeleteSnapshot does.
+	"GroupController.CreateVolumeGroupSnapshot": {"groupNameLock", "lvolLock"},
+	"GroupController.DeleteVolumeGroupSnapshot": {"lvolLock"},
+	"Node.NodeStageVolume":                      {"lvolLock"},
+	"Node.NodeUnstageVolume":                    {"lvolLock"},
+	"Node.NodePublishVolume":                    {"lvolLock"},
+	"Node.NodeUnpublishVolume":                  {"lvolLock"},
+	"Node.NodeExpandVolume":                     {"lvolLock"},
+	// The background gc: a retention pass's delete (retention.go), busy:
+	// skipped.
+	"gc.collect": {"lvolLock"},
+}
 
 // callLock is the key of one call's lock and what its Aborted names.
 type callLock struct{ key, what string }

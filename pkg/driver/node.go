@@ -29,22 +29,22 @@ const defaultFSType = "ext4"
 func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	access, err := nodeCapability(req.GetVolumeCapability())
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	lv, file, err := d.volumeFile(ctx, id)
 	if err != nil {
 		return nil, nodeError("", err)
 	}
 	if err := stageable(lv, access); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	defer unlock()
 
@@ -56,7 +56,7 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	}
 	if err != nil {
 		tx.rollback(ctx)
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access, "readOnly", tx.readOnly)
 	return &csi.NodeStageVolumeResponse{}, nil
@@ -70,21 +70,21 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	defer unlock()
 
 	file, err := d.unstageFile(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	source, err := d.unmountAll(target)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if file == "" {
 		// The lvol is gone (deleted while staged): release the device that
@@ -94,7 +94,7 @@ func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 		err = d.loops.detach(ctx, file)
 	}
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "detach loop device of volume %s: %v", id, err)
+		return nil, nodeError("", volume.Mark(volume.ErrNodeFailed, "detach loop device of volume %s: %w", id, err))
 	}
 	klog.V(2).InfoS("unstaged volume", "volume", id, "path", target)
 	return &csi.NodeUnstageVolumeResponse{}, nil
@@ -145,10 +145,10 @@ func (d *node) volumeFile(ctx context.Context, id string) (backend.LVol, string,
 func stageable(lv backend.LVol, access string) error {
 	rec := volume.Of(lv)
 	if rec.Phase == volume.PhaseRestoring {
-		return status.Errorf(codes.Unavailable, "volume %s is still being restored; retry when the restore has finished", lv.ID)
+		return volume.Mark(volume.ErrRestoring, "volume %s is still being restored; retry when the restore has finished", lv.ID)
 	}
 	if want := rec.AccessType; want != "" && want != access {
-		return status.Errorf(codes.FailedPrecondition, "volume %s was created for %s access and cannot be staged for %s access", lv.ID, want, access)
+		return volume.Mark(volume.ErrIncompatible, "volume %s was created for %s access and cannot be staged for %s access", lv.ID, want, access)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (tx *stageTx) attach(ctx context.Context) (string, error) {
 		tx.attached = err == nil
 	}
 	if err != nil {
-		return "", status.Errorf(codes.Internal, "attach a loop device: %v", err)
+		return "", volume.Mark(volume.ErrNodeFailed, "attach a loop device: %w", err)
 	}
 	return dev, checkLoopMode(dev, tx.readOnly)
 }
@@ -214,20 +214,20 @@ func (d *node) stageMount(ctx context.Context, lv backend.LVol, dev, target stri
 		return d.stageReadOnly(ctx, lv.ID, dev, target, fsType, mnt.GetMountFlags())
 	}
 	if err := d.growExtOffline(dev, fsType); err != nil {
-		return status.Errorf(codes.Internal, "grow the %s filesystem on %s to its device size: %v", fsType, dev, err)
+		return volume.Mark(volume.ErrNodeFailed, "grow the %s filesystem on %s to its device size: %w", fsType, dev, err)
 	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
-		return status.Errorf(codes.Internal, "create staging path: %v", err)
+		return volume.Mark(volume.ErrNodeFailed, "create staging path: %w", err)
 	}
 	opts := mountOptions(fsType, mnt.GetMountFlags())
 	if err := d.mounter.FormatAndMountSensitiveWithFormatOptions(dev, target, fsType, opts, nil, formatOptions(fsType)); err != nil {
-		return status.Errorf(codes.Internal, "format and mount %s at %s as %s: %v", dev, target, fsType, err)
+		return volume.Mark(volume.ErrNodeFailed, "format and mount %s at %s as %s: %w", dev, target, fsType, err)
 	}
 	if err := d.growFS(dev, target); err != nil {
 		if uerr := d.mounter.Unmount(target); uerr != nil {
 			klog.ErrorS(uerr, "rollback of NodeStageVolume: unmount", "path", target)
 		}
-		return status.Errorf(codes.Internal, "grow the %s filesystem on %s to its device size: %v", fsType, dev, err)
+		return volume.Mark(volume.ErrNodeFailed, "grow the %s filesystem on %s to its device size: %w", fsType, dev, err)
 	}
 	return nil
 }
@@ -242,13 +242,13 @@ func stagedAlready(dev, target, fsType string) (bool, error) {
 	}
 	rdev, err := deviceNumber(dev)
 	if err != nil {
-		return false, status.Errorf(codes.Internal, "%v", err)
+		return false, volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	if !onDevice(m, rdev) {
-		return false, status.Errorf(codes.AlreadyExists, "staging path %s already has %s mounted, not this volume's device %s", target, m.Source, dev)
+		return false, volume.Mark(volume.ErrMountConflict, "staging path %s already has %s mounted, not this volume's device %s", target, m.Source, dev)
 	}
 	if m.FsType != fsType {
-		return false, status.Errorf(codes.AlreadyExists, "volume is staged at %s as %s but the request asks for %s", target, m.FsType, fsType)
+		return false, volume.Mark(volume.ErrMountConflict, "volume is staged at %s as %s but the request asks for %s", target, m.FsType, fsType)
 	}
 	return true, nil
 }
@@ -259,13 +259,13 @@ func stagedAlready(dev, target, fsType string) (bool, error) {
 func (d *node) checkFormat(lv backend.LVol, dev, fsType string) error {
 	found, err := d.mounter.GetDiskFormat(dev)
 	if err != nil {
-		return status.Errorf(codes.Internal, "detect the filesystem on %s: %v", dev, err)
+		return volume.Mark(volume.ErrNodeFailed, "detect the filesystem on %s: %w", dev, err)
 	}
 	if from := volume.Of(lv).RestoredFrom; found == "" && from != "" {
-		return status.Errorf(codes.FailedPrecondition, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
+		return volume.Mark(volume.ErrIncompatible, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
 	}
 	if found != "" && found != fsType {
-		return status.Errorf(codes.FailedPrecondition, "volume %s holds a %s filesystem but %s was requested; refusing to format or mount it as %s", lv.ID, found, fsType, fsType)
+		return volume.Mark(volume.ErrIncompatible, "volume %s holds a %s filesystem but %s was requested; refusing to format or mount it as %s", lv.ID, found, fsType, fsType)
 	}
 	return nil
 }
@@ -308,10 +308,10 @@ func (d *node) unmountAll(path string) (string, error) {
 			source = m.Source
 		}
 		if err := d.mounter.Unmount(path); err != nil {
-			return source, status.Errorf(codes.Internal, "unmount %s: %v", path, err)
+			return source, volume.Mark(volume.ErrNodeFailed, "unmount %s: %w", path, err)
 		}
 	}
-	return source, status.Errorf(codes.Internal, "%s is still mounted after %d unmounts", path, maxStacked)
+	return source, volume.Mark(volume.ErrNodeFailed, "%s is still mounted after %d unmounts", path, maxStacked)
 }
 
 // maxStacked bounds unmountAll: more mounts stacked on one path than this

@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // NodeExpandVolume grows the lvol to the requested size, makes the loop
@@ -23,13 +23,13 @@ import (
 func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	id, p := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	rawBlock := false
 	if c := req.GetVolumeCapability(); c != nil {
 		access, err := nodeCapability(c)
 		if err != nil {
-			return nil, err
+			return nil, nodeError("", err)
 		}
 		rawBlock = access == accessBlock
 	}
@@ -39,21 +39,21 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	defer unlock()
 	if err := d.expandable(ctx, id, file); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	// The lvol is grown here when ControllerExpandVolume ran on another
 	// node (the external-resizer runs once per cluster) and could not.
 	if r := req.GetCapacityRange(); r.GetRequiredBytes() > lv.SizeBytes {
 		size, err := sizeFor(r, lv.SizeBytes)
 		if err != nil {
-			return nil, err
+			return nil, nodeError("", err)
 		}
 		if err := d.checkGrowFits(ctx, lv, size, req.GetSecrets()); err != nil {
-			return nil, err
+			return nil, nodeError("", err)
 		}
 		if _, err := d.pool.Resize(ctx, lv.ID, size); err != nil {
 			return nil, nodeError("grow lvol", err)
@@ -62,7 +62,7 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 
 	size, err := d.expandAt(ctx, id, file, p, rawBlock)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	klog.V(2).InfoS("expanded volume on node", "volume", id, "path", p, "bytes", size)
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
@@ -77,7 +77,7 @@ func (d *node) expandable(ctx context.Context, id, file string) error {
 		return nil // expandAt reports what is wrong
 	}
 	if ro, err := loopReadOnly(dev); err == nil && ro {
-		return status.Errorf(codes.FailedPrecondition, "volume %s is staged reader-only (read-only loop device %s): it cannot grow until it is staged for a writer access mode", id, dev)
+		return volume.Mark(volume.ErrIncompatible, "volume %s is staged reader-only (read-only loop device %s): it cannot grow until it is staged for a writer access mode", id, dev)
 	}
 	return nil
 }
@@ -99,16 +99,16 @@ func (d *node) expandAt(ctx context.Context, id, file, p string, rawBlock bool) 
 		return 0, err
 	}
 	if err := d.loops.refresh(ctx, dev); err != nil {
-		return 0, status.Errorf(codes.Internal, "refresh the size of %s: %v", dev, err)
+		return 0, volume.Mark(volume.ErrNodeFailed, "refresh the size of %s: %w", dev, err)
 	}
 	if !block {
 		if _, err := mount.NewResizeFs(d.exec).Resize(dev, p); err != nil {
-			return 0, status.Errorf(codes.Internal, "grow the filesystem of volume %s: %v", id, err)
+			return 0, volume.Mark(volume.ErrNodeFailed, "grow the filesystem of volume %s: %w", id, err)
 		}
 	}
 	size, err := deviceSize(dev)
 	if err != nil {
-		return 0, status.Errorf(codes.Internal, "size of %s: %v", dev, err)
+		return 0, volume.Mark(volume.ErrNodeFailed, "size of %s: %w", dev, err)
 	}
 	return size, nil
 }

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // publishReq is what publishing needs once a request has been validated.
@@ -30,11 +32,11 @@ type publishReq struct {
 func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, target, staging := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath()
 	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	access, err := nodeCapability(req.GetVolumeCapability())
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if staging == "" {
 		// CSI spec "Staging target path not set": we advertise STAGE_UNSTAGE_VOLUME.
@@ -46,13 +48,13 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	defer unlock()
 
 	p, err := d.publishArgs(ctx, file, req)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if access == accessBlock {
 		err = d.publishBlock(p)
@@ -60,7 +62,7 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		err = d.publishMount(p)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	klog.V(2).InfoS("published volume", "volume", id, "target", target, "readonly", p.readonly, "access", access)
 	return &csi.NodePublishVolumeResponse{}, nil
@@ -72,19 +74,19 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
 	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	defer unlock()
 
 	if _, err := d.unmountAll(target); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, status.Errorf(codes.Internal, "remove target %s: %v", target, err)
+		return nil, nodeError("", volume.Mark(volume.ErrNodeFailed, "remove target %s: %w", target, err))
 	}
 	klog.V(2).InfoS("unpublished volume", "volume", id, "target", target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
@@ -95,18 +97,18 @@ func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 func (d *node) publishArgs(ctx context.Context, file string, req *csi.NodePublishVolumeRequest) (publishReq, error) {
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {
-		return publishReq{}, status.Errorf(codes.Internal, "find the loop device: %v", err)
+		return publishReq{}, volume.Mark(volume.ErrNodeFailed, "find the loop device: %w", err)
 	}
 	if dev == "" {
-		return publishReq{}, status.Errorf(codes.FailedPrecondition, "volume %s is not staged on this node: call NodeStageVolume first", req.GetVolumeId())
+		return publishReq{}, volume.Mark(volume.ErrNotStaged, "volume %s is not staged on this node: call NodeStageVolume first", req.GetVolumeId())
 	}
 	rdev, err := deviceNumber(dev)
 	if err != nil {
-		return publishReq{}, status.Errorf(codes.Internal, "%v", err)
+		return publishReq{}, volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	devRO, err := loopReadOnly(dev)
 	if err != nil {
-		return publishReq{}, status.Errorf(codes.Internal, "%v", err)
+		return publishReq{}, volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	c := req.GetVolumeCapability()
 	mode := c.GetAccessMode().GetMode()
@@ -127,10 +129,10 @@ func (d *node) publishArgs(ctx context.Context, file string, req *csi.NodePublis
 func (d *node) publishMount(p publishReq) error {
 	staged, err := mountAt(p.staging)
 	if err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+		return volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	if staged == nil || !onDevice(staged, p.rdev) {
-		return status.Errorf(codes.FailedPrecondition, "volume is not staged at %s: call NodeStageVolume first", p.staging)
+		return volume.Mark(volume.ErrNotStaged, "volume is not staged at %s: call NodeStageVolume first", p.staging)
 	}
 	done, err := publishedAlready(p, func(m *mount.MountInfo) bool { return onDevice(m, p.rdev) })
 	if err != nil || done {
@@ -140,10 +142,10 @@ func (d *node) publishMount(p publishReq) error {
 		return err
 	}
 	if err := os.MkdirAll(p.target, 0o750); err != nil {
-		return status.Errorf(codes.Internal, "create target directory: %v", err)
+		return volume.Mark(volume.ErrNodeFailed, "create target directory: %w", err)
 	}
 	if err := d.mounter.Mount(p.staging, p.target, "", bindOptions(p)); err != nil {
-		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", p.staging, p.target, err)
+		return volume.Mark(volume.ErrNodeFailed, "bind mount %s on %s: %w", p.staging, p.target, err)
 	}
 	return nil
 }
@@ -159,20 +161,20 @@ func (d *node) publishBlock(p publishReq) error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(p.target), 0o750); err != nil {
-		return status.Errorf(codes.Internal, "create the target's directory: %v", err)
+		return volume.Mark(volume.ErrNodeFailed, "create the target's directory: %w", err)
 	}
 	f, err := os.OpenFile(p.target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 	created := err == nil
 	if created {
 		f.Close()
 	} else if !errors.Is(err, os.ErrExist) {
-		return status.Errorf(codes.Internal, "create target file: %v", err)
+		return volume.Mark(volume.ErrNodeFailed, "create target file: %w", err)
 	}
 	if err := d.mounter.Mount(p.devPath, p.target, "", bindOptions(p)); err != nil {
 		if created {
 			_ = os.Remove(p.target)
 		}
-		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", p.devPath, p.target, err)
+		return volume.Mark(volume.ErrNodeFailed, "bind mount %s on %s: %w", p.devPath, p.target, err)
 	}
 	return nil
 }
@@ -186,10 +188,10 @@ func publishedAlready(p publishReq, ours func(*mount.MountInfo) bool) (bool, err
 		return false, err
 	}
 	if !ours(m) {
-		return false, status.Errorf(codes.AlreadyExists, "target %s already has %s mounted, not this volume", p.target, m.Source)
+		return false, volume.Mark(volume.ErrMountConflict, "target %s already has %s mounted, not this volume", p.target, m.Source)
 	}
 	if ro := slices.Contains(m.MountOptions, "ro"); ro != p.readonly {
-		return false, status.Errorf(codes.AlreadyExists, "volume is already published at %s with readonly=%t", p.target, ro)
+		return false, volume.Mark(volume.ErrMountConflict, "volume is already published at %s with readonly=%t", p.target, ro)
 	}
 	return true, nil
 }
@@ -203,11 +205,11 @@ func checkExclusive(p publishReq) error {
 	}
 	mounts, err := mountsOf(p.devPath, p.rdev)
 	if err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+		return volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	for _, m := range mounts {
 		if m != resolvePath(p.staging) && m != resolvePath(p.target) {
-			return status.Errorf(codes.FailedPrecondition, "volume has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s", m)
+			return volume.Mark(volume.ErrInUse, "volume has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s", m)
 		}
 	}
 	return nil

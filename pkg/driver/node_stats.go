@@ -6,8 +6,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // NodeGetVolumeStats reports the bytes and inodes of a mounted volume from
@@ -17,7 +17,7 @@ import (
 func (d *node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, p := req.GetVolumeId(), req.GetVolumePath()
 	if err := requireArgs("volume_id", id, "volume_path", p); err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	_, file, err := d.volumeFile(ctx, id)
 	if err != nil {
@@ -25,12 +25,12 @@ func (d *node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 	}
 	_, block, err := d.volumeAt(ctx, id, file, p)
 	if err != nil {
-		return nil, err
+		return nil, nodeError("", err)
 	}
 	if block {
 		size, err := deviceSize(p)
 		if err != nil {
-			return nil, status.Errorf(codes.Internal, "size of block volume %s: %v", id, err)
+			return nil, nodeError("", volume.Mark(volume.ErrNodeFailed, "size of block volume %s: %w", id, err))
 		}
 		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 			{Unit: csi.VolumeUsage_BYTES, Total: size},
@@ -38,7 +38,7 @@ func (d *node) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeSta
 	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(p, &fs); err != nil {
-		return nil, status.Errorf(codes.Internal, "statfs %s: %v", p, err)
+		return nil, nodeError("", volume.Mark(volume.ErrNodeFailed, "statfs %s: %w", p, err))
 	}
 	return &csi.NodeGetVolumeStatsResponse{Usage: fsUsage(&fs)}, nil
 }
@@ -70,14 +70,14 @@ func (d *node) volumeAt(ctx context.Context, id, file, p string) (dev string, bl
 	}
 	rdev, err := deviceNumber(dev)
 	if err != nil {
-		return "", false, status.Errorf(codes.Internal, "%v", err)
+		return "", false, volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(p, &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return "", false, status.Errorf(codes.NotFound, "volume path %s does not exist", p)
+			return "", false, volume.Mark(volume.ErrNotAtPath, "volume path %s does not exist", p)
 		}
-		return "", false, status.Errorf(codes.Internal, "stat %s: %v", p, err)
+		return "", false, volume.Mark(volume.ErrNodeFailed, "stat %s: %w", p, err)
 	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev == rdev:
@@ -85,7 +85,7 @@ func (d *node) volumeAt(ctx context.Context, id, file, p string) (dev string, bl
 	case st.Dev == rdev:
 		return dev, false, nil
 	}
-	return "", false, status.Errorf(codes.NotFound, "volume %s is not at %s (that path is not on its device %s)", id, p, dev)
+	return "", false, volume.Mark(volume.ErrNotAtPath, "volume %s is not at %s (that path is not on its device %s)", id, p, dev)
 }
 
 // stagedDevice returns the loop device of the lvol file; none means the
@@ -93,10 +93,10 @@ func (d *node) volumeAt(ctx context.Context, id, file, p string) (dev string, bl
 func (d *node) stagedDevice(ctx context.Context, id, file string) (string, error) {
 	dev, err := d.loops.find(ctx, file)
 	if err != nil {
-		return "", status.Errorf(codes.Internal, "find the loop device of volume %s: %v", id, err)
+		return "", volume.Mark(volume.ErrNodeFailed, "find the loop device of volume %s: %w", id, err)
 	}
 	if dev == "" {
-		return "", status.Errorf(codes.NotFound, "volume %s is not staged on this node", id)
+		return "", volume.Mark(volume.ErrNotAtPath, "volume %s is not staged on this node", id)
 	}
 	return dev, nil
 }

@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // Read-only means read-only (issue 25): a volume staged for a reader-only
@@ -44,10 +44,10 @@ func readerOnly(c *csi.VolumeCapability) bool {
 func checkLoopMode(dev string, readOnly bool) error {
 	ro, err := loopReadOnly(dev)
 	if err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+		return volume.Mark(volume.ErrNodeFailed, "%w", err)
 	}
 	if ro != readOnly {
-		return status.Errorf(codes.AlreadyExists, "the volume is already attached to %s with read-only=%t; unstage it before staging it for a %s access mode",
+		return volume.Mark(volume.ErrMountConflict, "the volume is already attached to %s with read-only=%t; unstage it before staging it for a %s access mode",
 			dev, ro, map[bool]string{true: "reader-only", false: "writer"}[readOnly])
 	}
 	return nil
@@ -86,22 +86,22 @@ func readOnlyMountOptions(fsType string, flags []string) []string {
 func (d *node) stageReadOnly(ctx context.Context, id, dev, target, fsType string, flags []string) error {
 	found, err := d.mounter.GetDiskFormat(dev)
 	if err != nil {
-		return status.Errorf(codes.Internal, "detect the filesystem on %s: %v", dev, err)
+		return volume.Mark(volume.ErrNodeFailed, "detect the filesystem on %s: %w", dev, err)
 	}
 	if found == "" {
-		return status.Errorf(codes.FailedPrecondition, "volume %s holds no filesystem and a reader-only volume is never formatted; stage it for a writer access mode first", id)
+		return volume.Mark(volume.ErrIncompatible, "volume %s holds no filesystem and a reader-only volume is never formatted; stage it for a writer access mode first", id)
 	}
 	if err := d.checkReplayFree(ctx, dev, found); errors.Is(err, errNeedsReplay) {
-		return status.Errorf(codes.FailedPrecondition, "volume %s cannot be staged reader-only: %v; stage it once for a writer access mode (which replays the journal) or restore it from a backup", id, err)
+		return volume.Mark(volume.ErrIncompatible, "volume %s cannot be staged reader-only: %w; stage it once for a writer access mode (which replays the journal) or restore it from a backup", id, err)
 	} else if err != nil {
-		return status.Errorf(codes.Internal, "check whether volume %s needs a journal replay: %v", id, err)
+		return volume.Mark(volume.ErrNodeFailed, "check whether volume %s needs a journal replay: %w", id, err)
 	}
 	if err := os.MkdirAll(target, 0o750); err != nil {
-		return status.Errorf(codes.Internal, "create staging path: %v", err)
+		return volume.Mark(volume.ErrNodeFailed, "create staging path: %w", err)
 	}
 	opts := readOnlyMountOptions(fsType, flags)
 	if err := d.mounter.Mount(dev, target, fsType, opts); err != nil {
-		return status.Errorf(codes.Internal, "mount %s at %s as %s (%s): %v", dev, target, fsType, strings.Join(opts, ","), err)
+		return volume.Mark(volume.ErrNodeFailed, "mount %s at %s as %s (%s): %w", dev, target, fsType, strings.Join(opts, ","), err)
 	}
 	klog.V(4).InfoS("mounted reader-only", "device", dev, "path", target, "options", opts)
 	return nil

@@ -10,6 +10,11 @@ import (
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
+// restorer answers CreateVolume from a backup for the controller, which
+// declares it: the request's backup parsed (restore_ref.go), the story
+// (volume.Manager.Restore) called once. It is a helper, not a server.
+type restorer struct{ *core }
+
 // createRestoredVolume materialises an archived backup as a new volume:
 // the story is volume.Manager.Restore's (resolve, admit, create, run or
 // resume, wait or answer in progress, record, clean up on failure); the

@@ -58,7 +58,7 @@ func (d *core) scheduleRetention(ctx context.Context, id string, secrets map[str
 
 // retentionPass is one application of the policies to a chain.
 type retentionPass struct {
-	d       *snapshotter
+	d       *core
 	repo    *s3chain.Repo
 	target  string
 	secrets map[string]string
@@ -72,7 +72,7 @@ type retentionPass struct {
 // policies they were made with no longer keep, and publishes what it did.
 // Errors: reading the records or the chain; a failed delete is logged and
 // left for the next pass.
-func (d *snapshotter) applyRetention(ctx context.Context, repo *s3chain.Repo, k gcKey, secrets map[string]string) error {
+func (d *core) applyRetention(ctx context.Context, repo *s3chain.Repo, k gcKey, secrets map[string]string) error {
 	p := &retentionPass{d: d, repo: repo, target: k.target, secrets: secrets, decided: map[string]map[string]retention.Decision{}, ids: map[string]string{}}
 	verdicts, err := p.decide(ctx, k.chain)
 	if err != nil || len(verdicts) == 0 {

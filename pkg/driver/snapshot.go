@@ -24,11 +24,11 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	}
 	sp, err := parseSnapshotParams(req.GetParameters())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	unlock, err := lock(d.vols, snapshotNameLock(req.GetName()))
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	defer unlock()
 	if sp.Backup {
@@ -36,7 +36,7 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	}
 	snap, err := d.localSnapshot(ctx, req.GetName(), req.GetSourceVolumeId(), volume.Record{})
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap, true)}, nil
 }
@@ -60,32 +60,40 @@ func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapsho
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
 	}
+	if err := d.deleteSnapshot(ctx, id, req.GetSecrets()); err != nil {
+		return nil, snapshotError("", err)
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// deleteSnapshot deletes snapshot id under its lock (locks.go): a backup
+// from its chain with its name's record, a local snapshot lvol; an id
+// that names nothing is already gone. DeleteSnapshot and
+// DeleteVolumeGroupSnapshot share it. Errors are statuses.
+func (d *core) deleteSnapshot(ctx context.Context, id string, secrets map[string]string) error {
 	unlock, err := lock(d.vols, lvolLock(id))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
 	if volume.IsBackupID(id) {
-		if err := d.deleteBackupSnapshot(ctx, id, req.GetSecrets()); err != nil {
-			return nil, err
+		if err := d.deleteBackupSnapshot(ctx, id, secrets); err != nil {
+			return err
 		}
 		// The name's record after the backup: a crash between leaves a
 		// record of no backup (a manifest lookup, then forgotten), never a
 		// backup whose name is forgotten. The CO's retry removes it too.
-		if err := d.vols.ForgetBackup(id); err != nil {
-			return nil, snapshotError("", err)
-		}
-		return &csi.DeleteSnapshotResponse{}, nil
+		return snapshotError("", d.vols.ForgetBackup(id))
 	}
 	lv, err := d.pool.Get(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) || (err == nil && lv.Kind != backend.KindSnapshot) {
-		return &csi.DeleteSnapshotResponse{}, nil
+		return nil
 	} else if err != nil {
-		return nil, snapshotError("look up snapshot", err)
+		return snapshotError("look up snapshot", err)
 	}
 	if err := d.pool.Delete(ctx, id); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return nil, snapshotError("delete snapshot", err)
+		return snapshotError("delete snapshot", err)
 	}
 	klog.InfoS("snapshot deleted", "snapshot", id)
-	return &csi.DeleteSnapshotResponse{}, nil
+	return nil
 }

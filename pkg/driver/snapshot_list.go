@@ -23,7 +23,7 @@ func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsR
 	if id := req.GetSnapshotId(); id != "" {
 		s, err := d.findSnapshot(ctx, id, req.GetSecrets())
 		if err != nil && !errors.Is(err, errNoSnapshot) {
-			return nil, err
+			return nil, snapshotError("", err)
 		}
 		if s != nil {
 			all = append(all, s)
@@ -31,7 +31,7 @@ func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsR
 	} else {
 		var err error
 		if all, err = d.allSnapshots(ctx, req.GetSecrets()); err != nil {
-			return nil, err
+			return nil, snapshotError("", err)
 		}
 	}
 	var ids []string
@@ -44,7 +44,7 @@ func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsR
 	}
 	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
 	if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	resp := &csi.ListSnapshotsResponse{NextToken: next}
 	for _, id := range ids[start:end] {
@@ -63,9 +63,9 @@ func (d *snapshotter) GetSnapshot(ctx context.Context, req *csi.GetSnapshotReque
 	}
 	s, err := d.findSnapshot(ctx, req.GetSnapshotId(), req.GetSecrets())
 	if errors.Is(err, errNoSnapshot) {
-		return nil, status.Errorf(codes.NotFound, "snapshot %q not found", req.GetSnapshotId())
+		return nil, snapshotError("", volume.Refuse(volume.ClassNotFound, "snapshot %q not found", req.GetSnapshotId()))
 	} else if err != nil {
-		return nil, err
+		return nil, snapshotError("", err)
 	}
 	return &csi.GetSnapshotResponse{Snapshot: s}, nil
 }
@@ -73,7 +73,7 @@ func (d *snapshotter) GetSnapshot(ctx context.Context, req *csi.GetSnapshotReque
 // findSnapshot looks up one visible snapshot by id: a local snapshot lvol
 // (not a backup's hidden base) or a backup (lookupBackup). Errors:
 // errNoSnapshot, or a status.
-func (d *snapshotter) findSnapshot(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
+func (d *core) findSnapshot(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
 	if volume.IsBackupID(id) {
 		return d.lookupBackup(ctx, id, secrets)
 	}

@@ -41,6 +41,12 @@ const (
 	ClassInternal    Class = "internal"     // anything else: Internal
 )
 
+// The classes of a volume's state on its node (node_errors.go).
+const (
+	ClassPrecondition Class = "precondition" // not in the state the call needs (not staged, in use, another filesystem): FailedPrecondition
+	ClassUnavailable  Class = "unavailable"  // cannot serve the call yet (a restore still fills it): Unavailable
+)
+
 // classes is the one ordered table of sentinels: the first row whose test
 // err satisfies decides. Order matters where one sentinel wraps another
 // (s3chain.ErrVolumeTooLarge wraps ErrInvalidOptions) or an error wraps
@@ -49,6 +55,14 @@ var classes = []struct {
 	class Class
 	is    func(error) bool
 }{
+	// A node's sentinels first: each is the node's decision about its
+	// cause (a failed mount whose cause wraps ENOSPC is still internal).
+	{ClassInternal, isAny(ErrNodeFailed)},
+	{ClassPrecondition, isAny(ErrNotStaged, ErrInUse, ErrIncompatible, ErrPoolNotReady)},
+	{ClassExists, isAny(ErrMountConflict)},
+	{ClassUnavailable, isAny(ErrRestoring)},
+	{ClassBusy, isAny(ErrFrozen)},
+	{ClassNotFound, isAny(ErrNotAtPath)},
 	{ClassBusy, isAny(ErrBusy)},
 	{ClassUnreachable, Unreachable},
 	{ClassTooLarge, isAny(s3chain.ErrVolumeTooLarge)},
