@@ -261,7 +261,7 @@ func (d *node) checkFormat(lv backend.LVol, dev, fsType string) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "detect the filesystem on %s: %v", dev, err)
 	}
-	if from := volume.Of(lv).RestoredFrom; found == "" && from != "" {
+	if from := volume.Of(lv).RestoredFrom; found == "" && !from.IsZero() {
 		return status.Errorf(codes.FailedPrecondition, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
 	}
 	if found != "" && found != fsType {
