@@ -194,13 +194,9 @@ func (f createFlags) check() error {
 // first backup, as the driver does for its embedded default: on a machine
 // without the driver nothing else would.
 func (a *app) ensureFileTarget(name string) error {
-	set, err := a.targetSet()
+	t, err := a.lookupTarget(name)
 	if err != nil {
-		return err
-	}
-	t, err := set.Lookup(name)
-	if err != nil {
-		return usageError{explain(err)} // a [TARGET:] that is not configured, as everywhere
+		return err // a [TARGET:] that is not configured: a usage error, as everywhere
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Scheme != "file" || !filepath.IsAbs(u.Path) {

@@ -125,11 +125,7 @@ func (a *app) publishJob(kind, what, backup, subject string) *jobrec.Publisher {
 // targetName is the configured name of target tgt ("" = the default), or
 // tgt itself when it cannot be told.
 func (a *app) targetName(tgt string) string {
-	set, err := a.targetSet()
-	if err != nil {
-		return tgt
-	}
-	t, err := set.Lookup(tgt)
+	t, err := a.lookupTarget(tgt)
 	if err != nil {
 		return tgt
 	}

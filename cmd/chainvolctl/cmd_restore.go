@@ -72,12 +72,11 @@ succeeds.`,
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error { return a.restore(cmd, argv[0], f) }),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.to, "to", "", "file or block device to restore onto (required)")
+	requiredFlag(fl, &f.to, "to", "file or block device to restore onto")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file that makes the restore resumable (default: next to --to)")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing file or device")
 	fl.IntVar(&f.workers, "workers", 0, "blocks fetched in parallel (default 8)")
 	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
-	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
 
@@ -98,7 +97,8 @@ func (a *app) restore(cmd *cobra.Command, refArg string, f restoreFlags) error {
 		return fmt.Errorf("checkpoint directory: %w", err)
 	}
 	ref, _ := parseRefArg(refArg) // parsed by resolveRef
-	rec := a.publishJob(jobrec.KindRestore, "restore onto "+f.to, a.targetName(ref.Target)+":"+m.Chain+"@"+m.ID, f.to)
+	ref.Target, ref.Chain, ref.Backup = a.targetName(ref.Target), m.Chain, m.ID
+	rec := a.publishJob(jobrec.KindRestore, "restore onto "+f.to, ref.String(), f.to)
 	p := newProgress("restore "+m.Chain+"@"+m.ID, f.interval, rec)
 	_, st, err := repo.Restore(ctx, s3chain.RestoreOptions{Chain: m.Chain, BackupID: m.ID, Destination: plan.write,
 		Workers: f.workers, Checkpoint: plan.ckpt, Progress: p.update})

@@ -34,13 +34,9 @@ type verifyAllResult struct {
 // line per backup and a summary, and fails if any backup failed.
 func (a *app) verifyAll(cmd *cobra.Command, f verifyFlags) error {
 	ctx := cmd.Context()
-	set, err := a.targetSet()
+	t, err := a.lookupTarget(f.in)
 	if err != nil {
 		return err
-	}
-	t, err := set.Lookup(f.in)
-	if err != nil {
-		return usageError{explain(err)}
 	}
 	repo, err := a.openRepo(ctx, t.Name)
 	if err != nil {

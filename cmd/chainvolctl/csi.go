@@ -20,12 +20,13 @@ import (
 // envEndpoint overrides the default of --endpoint.
 const envEndpoint = "CHAINVOL_CSI_ENDPOINT"
 
-// csiClient is a connection to the driver's socket with its three services.
+// csiClient is a connection to the driver's socket with its four services.
 type csiClient struct {
 	conn     *grpc.ClientConn
 	identity csi.IdentityClient
 	ctrl     csi.ControllerClient
 	node     csi.NodeClient
+	group    csi.GroupControllerClient
 }
 
 // csiFlags are the flags shared by every csi subcommand.
@@ -36,7 +37,7 @@ type csiFlags struct {
 
 func (a *app) newCSICmd() *cobra.Command {
 	f := &csiFlags{}
-	cmd := &cobra.Command{
+	cmd := parentCmd(&cobra.Command{
 		Use:   "csi",
 		Short: "Call the driver's CSI services on a node's socket (debugging)",
 		Long: `A small CSI client for debugging a node: it calls the chainvol driver's
@@ -47,8 +48,8 @@ volumes are local to the node that serves the socket.`,
 		Example: `  chainvolctl csi --endpoint unix:///var/lib/kubelet/plugins/chainvol.csi.io/csi.sock info
   chainvolctl csi volume create data --size 1Gi --fs-type ext4 -q
   chainvolctl csi volume create restored --size 1Gi --param fromBackup=demo/data@latest --wait`,
-		RunE: groupRunE,
-	}
+	}, a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIGroupCmd(f), a.newCSIStageCmd(f),
+		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f))
 	def := os.Getenv(envEndpoint)
 	if def == "" {
 		def = "unix:///csi/csi.sock"
@@ -56,8 +57,6 @@ volumes are local to the node that serves the socket.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.endpoint, "endpoint", def, "the driver's CSI endpoint, unix:///path (env "+envEndpoint+")")
 	pf.DurationVar(&f.timeout, "timeout", 2*time.Minute, "timeout of each CSI call")
-	cmd.AddCommand(a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIGroupCmd(f), a.newCSIStageCmd(f),
-		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f))
 	return cmd
 }
 
@@ -72,7 +71,7 @@ func (f *csiFlags) dial() (*csiClient, error) {
 		return nil, fmt.Errorf("connect to %s: %w", f.endpoint, err)
 	}
 	return &csiClient{conn: conn, identity: csi.NewIdentityClient(conn), ctrl: csi.NewControllerClient(conn),
-		node: csi.NewNodeClient(conn)}, nil
+		node: csi.NewNodeClient(conn), group: csi.NewGroupControllerClient(conn)}, nil
 }
 
 // call runs one CSI call with the per-call timeout; fn gets the client.

@@ -29,24 +29,20 @@ func (a *app) newCSIInfoCmd(f *csiFlags) *cobra.Command {
 		Long:    "GetPluginInfo, Probe, GetPluginCapabilities, ControllerGetCapabilities, NodeGetCapabilities and NodeGetInfo in one view: the first thing to run against a node's socket.",
 		Example: "  chainvolctl csi --endpoint unix:///tmp/csi.sock info -o json",
 		Args:    args(cobra.NoArgs),
-		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				ctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				info, err := gatherInfo(ctx, c)
-				if err != nil {
-					return explainCSI(err)
-				}
-				return a.emit(cmd, info, func(w io.Writer) error {
-					tb := newTable(w, "Driver:", info.Name+" "+info.Version)
-					tb.row("Ready:", boolWord(info.Ready))
-					tb.row("Node:", info.NodeID)
-					tb.row("Topology:", strings.Join(sortedKV(info.Topology), ","))
-					tb.row("Plugin:", strings.Join(info.PluginService, ", "))
-					tb.row("Controller:", strings.Join(info.Controller, ", "))
-					tb.row("Node service:", strings.Join(info.NodeFeatures, ", "))
-					return tb.flush()
-				})
+		RunE: a.csiCall(f, func(ctx context.Context, cmd *cobra.Command, _ []string, c *csiClient) error {
+			info, err := gatherInfo(ctx, c)
+			if err != nil {
+				return explainCSI(err)
+			}
+			return a.emit(cmd, info, func(w io.Writer) error {
+				tb := newTable(w, "Driver:", info.Name+" "+info.Version)
+				tb.row("Ready:", boolWord(info.Ready))
+				tb.row("Node:", info.NodeID)
+				tb.row("Topology:", strings.Join(sortedKV(info.Topology), ","))
+				tb.row("Plugin:", strings.Join(info.PluginService, ", "))
+				tb.row("Controller:", strings.Join(info.Controller, ", "))
+				tb.row("Node service:", strings.Join(info.NodeFeatures, ", "))
+				return tb.flush()
 			})
 		}),
 	}

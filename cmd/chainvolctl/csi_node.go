@@ -9,24 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// nodeCall is the shape of the node subcommands: flags, then one RPC.
-func (a *app) nodeCall(f *csiFlags, fn func(ctx context.Context, c *csiClient, id string) (string, error)) func(*cobra.Command, []string) error {
-	return a.run(func(cmd *cobra.Command, argv []string) error {
-		return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-			ctx, cancel := f.withTimeout(ctx)
-			defer cancel()
-			msg, err := fn(ctx, c, argv[0])
-			if err != nil {
-				return err
-			}
-			if msg != "" {
-				fmt.Fprintln(cmd.OutOrStdout(), msg)
-			}
-			return nil
-		})
-	})
-}
-
 func (a *app) newCSIStageCmd(f *csiFlags) *cobra.Command {
 	var staging string
 	var caps capFlags
@@ -38,7 +20,7 @@ format it if blank and mount it at the staging path, as kubelet does once per
 volume and node.`,
 		Example: "  chainvolctl csi stage VOLUME_ID --staging-path /mnt/stage --fs-type ext4",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.nodeCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
+		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
 			vc, err := caps.capability()
 			if err != nil {
 				return "", err
@@ -47,9 +29,8 @@ volume and node.`,
 			return "staged " + id + " at " + staging, explainCSI(err)
 		}),
 	}
-	cmd.Flags().StringVar(&staging, "staging-path", "", "staging directory (required)")
+	requiredFlag(cmd.Flags(), &staging, "staging-path", "staging directory")
 	caps.add(cmd.Flags())
-	_ = cmd.MarkFlagRequired("staging-path")
 	return cmd
 }
 
@@ -61,13 +42,12 @@ func (a *app) newCSIUnstageCmd(f *csiFlags) *cobra.Command {
 		Long:    "NodeUnstageVolume: unmount the staging path and detach the volume's loop device.",
 		Example: "  chainvolctl csi unstage VOLUME_ID --staging-path /mnt/stage",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.nodeCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
+		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
 			_, err := c.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
 			return "unstaged " + id, explainCSI(err)
 		}),
 	}
-	cmd.Flags().StringVar(&staging, "staging-path", "", "staging directory (required)")
-	_ = cmd.MarkFlagRequired("staging-path")
+	requiredFlag(cmd.Flags(), &staging, "staging-path", "staging directory")
 	return cmd
 }
 
@@ -83,7 +63,7 @@ func (a *app) newCSIPublishCmd(f *csiFlags) *cobra.Command {
 kubelet does for each pod.`,
 		Example: "  chainvolctl csi publish VOLUME_ID --staging-path /mnt/stage --target-path /mnt/pod",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.nodeCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
+		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
 			vc, err := caps.capability()
 			if err != nil {
 				return "", err
@@ -94,12 +74,10 @@ kubelet does for each pod.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&staging, "staging-path", "", "staging directory the volume was staged at (required)")
-	fl.StringVar(&targetPath, "target-path", "", "where to publish the volume (required)")
+	requiredFlag(fl, &staging, "staging-path", "staging directory the volume was staged at")
+	requiredFlag(fl, &targetPath, "target-path", "where to publish the volume")
 	fl.BoolVar(&readonly, "readonly", false, "publish read-only")
 	caps.add(fl)
-	_ = cmd.MarkFlagRequired("staging-path")
-	_ = cmd.MarkFlagRequired("target-path")
 	return cmd
 }
 
@@ -111,13 +89,12 @@ func (a *app) newCSIUnpublishCmd(f *csiFlags) *cobra.Command {
 		Long:    "NodeUnpublishVolume: unmount the target path and remove it.",
 		Example: "  chainvolctl csi unpublish VOLUME_ID --target-path /mnt/pod",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.nodeCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
+		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
 			_, err := c.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: targetPath})
 			return "unpublished " + id, explainCSI(err)
 		}),
 	}
-	cmd.Flags().StringVar(&targetPath, "target-path", "", "published path (required)")
-	_ = cmd.MarkFlagRequired("target-path")
+	requiredFlag(cmd.Flags(), &targetPath, "target-path", "published path")
 	return cmd
 }
 
@@ -129,25 +106,20 @@ func (a *app) newCSIStatsCmd(f *csiFlags) *cobra.Command {
 		Long:    "NodeGetVolumeStats: bytes and inodes used and available.",
 		Example: "  chainvolctl csi stats VOLUME_ID --volume-path /mnt/pod -o json",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				ctx, cancel := f.withTimeout(ctx)
-				defer cancel()
-				resp, err := c.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: argv[0], VolumePath: volumePath})
-				if err != nil {
-					return explainCSI(err)
+		RunE: a.csiCall(f, func(ctx context.Context, cmd *cobra.Command, argv []string, c *csiClient) error {
+			resp, err := c.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: argv[0], VolumePath: volumePath})
+			if err != nil {
+				return explainCSI(err)
+			}
+			return a.emitProto(cmd, resp, func(w io.Writer) error {
+				tb := newTable(w, "UNIT", "TOTAL", "USED", "AVAILABLE")
+				for _, u := range resp.GetUsage() {
+					tb.row(u.GetUnit().String(), fmt.Sprint(u.GetTotal()), fmt.Sprint(u.GetUsed()), fmt.Sprint(u.GetAvailable()))
 				}
-				return a.emitProto(cmd, resp, func(w io.Writer) error {
-					tb := newTable(w, "UNIT", "TOTAL", "USED", "AVAILABLE")
-					for _, u := range resp.GetUsage() {
-						tb.row(u.GetUnit().String(), fmt.Sprint(u.GetTotal()), fmt.Sprint(u.GetUsed()), fmt.Sprint(u.GetAvailable()))
-					}
-					return tb.flush()
-				})
+				return tb.flush()
 			})
 		}),
 	}
-	cmd.Flags().StringVar(&volumePath, "volume-path", "", "published or staged path of the volume (required)")
-	_ = cmd.MarkFlagRequired("volume-path")
+	requiredFlag(cmd.Flags(), &volumePath, "volume-path", "published or staged path of the volume")
 	return cmd
 }

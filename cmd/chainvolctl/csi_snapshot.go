@@ -10,7 +10,7 @@ import (
 )
 
 func (a *app) newCSISnapshotCmd(f *csiFlags) *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "snapshot",
 		Short: "Create, delete and list snapshots and backups (Controller service)",
 		Long: `Controller calls on snapshots. With --param backup=true a snapshot is also
@@ -18,10 +18,7 @@ archived to a backup target as the next backup of the volume's chain; its id
 then starts with "backup:".`,
 		Example: `  chainvolctl csi snapshot create snap1 --source VOLUME_ID --param backup=true --wait -q
   chainvolctl csi snapshot list --source VOLUME_ID`,
-		RunE: groupRunE,
-	}
-	cmd.AddCommand(a.newCSISnapshotCreateCmd(f), a.newCSISnapshotDeleteCmd(f), a.newCSISnapshotListCmd(f))
-	return cmd
+	}, a.newCSISnapshotCreateCmd(f), a.newCSISnapshotDeleteCmd(f), a.newCSISnapshotListCmd(f))
 }
 
 func (a *app) newCSISnapshotCreateCmd(f *csiFlags) *cobra.Command {
@@ -39,32 +36,18 @@ repeated, as the external-snapshotter does, until the snapshot is
 ready_to_use (a backup is ready once it is archived).`,
 		Example: "  chainvolctl csi snapshot create nightly --source VOLUME_ID --param backup=true --wait",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			p, err := keyValues("param", params)
-			if err != nil {
-				return err
-			}
-			secrets, err := s.load()
+		RunE: a.csiSession(f, func(ctx context.Context, cmd *cobra.Command, argv []string, c *csiClient) error {
+			p, secrets, err := requestMaps(params, &s)
 			if err != nil {
 				return err
 			}
 			req := &csi.CreateSnapshotRequest{Name: argv[0], SourceVolumeId: source, Parameters: p, Secrets: secrets}
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				var resp *csi.CreateSnapshotResponse
-				err := w.retry(ctx, f, func(ctx context.Context) (bool, error) {
-					var err error
-					resp, err = c.ctrl.CreateSnapshot(ctx, req)
-					return resp.GetSnapshot().GetReadyToUse(), err
-				})
-				if err != nil {
-					return err
-				}
-				if quiet {
-					_, err := fmt.Fprintln(cmd.OutOrStdout(), resp.GetSnapshot().GetSnapshotId())
-					return err
-				}
-				return a.emitProto(cmd, resp.GetSnapshot(), func(w io.Writer) error { return snapshotTable(w, resp.GetSnapshot()) })
-			})
+			resp, err := createWait(ctx, &w, f, c.ctrl.CreateSnapshot, req, func(r *csi.CreateSnapshotResponse) bool { return r.GetSnapshot().GetReadyToUse() })
+			if err != nil {
+				return err
+			}
+			sn := resp.GetSnapshot()
+			return a.emitObject(cmd, quiet, sn.GetSnapshotId(), sn, func(w io.Writer) error { return snapshotTable(w, sn) })
 		}),
 	}
 	fl := cmd.Flags()
@@ -80,6 +63,7 @@ ready_to_use (a backup is ready once it is archived).`,
 func (a *app) newCSISnapshotDeleteCmd(f *csiFlags) *cobra.Command {
 	return a.newCSIDeleteCmd(f, deleteSpec{
 		noun:    "snapshot",
+		arg:     "SNAPSHOT_ID",
 		short:   "Delete a snapshot (or remove a backup from its chain)",
 		long:    "DeleteSnapshot. An unknown id succeeds (CSI idempotency). A backup id removes that backup from its chain.",
 		example: "  chainvolctl csi snapshot delete SNAPSHOT_ID",
@@ -98,23 +82,16 @@ func (a *app) newCSISnapshotListCmd(f *csiFlags) *cobra.Command {
 		Long:    "ListSnapshots, following next_token; --source or --id filter as the CSI request does.",
 		Example: "  chainvolctl csi snapshot list --source VOLUME_ID -o json",
 		Args:    args(cobra.NoArgs),
-		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
-			return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-				entries, err := listAll(ctx, f, func(ctx context.Context, token string) (page[*csi.ListSnapshotsResponse_Entry], error) {
-					resp, err := c.ctrl.ListSnapshots(ctx, &csi.ListSnapshotsRequest{StartingToken: token, SourceVolumeId: source, SnapshotId: id})
-					return page[*csi.ListSnapshotsResponse_Entry]{resp.GetEntries(), resp.GetNextToken()}, err
-				})
-				if err != nil {
-					return err
-				}
-				all := &csi.ListSnapshotsResponse{Entries: entries}
-				return a.emitProto(cmd, all, func(w io.Writer) error {
-					snaps := make([]*csi.Snapshot, 0, len(all.Entries))
-					for _, e := range all.Entries {
-						snaps = append(snaps, e.GetSnapshot())
-					}
-					return snapshotTable(w, snaps...)
-				})
+		RunE: a.csiSession(f, func(ctx context.Context, cmd *cobra.Command, _ []string, c *csiClient) error {
+			entries, err := listAll(ctx, f, func(ctx context.Context, token string) (page[*csi.ListSnapshotsResponse_Entry], error) {
+				resp, err := c.ctrl.ListSnapshots(ctx, &csi.ListSnapshotsRequest{StartingToken: token, SourceVolumeId: source, SnapshotId: id})
+				return page[*csi.ListSnapshotsResponse_Entry]{resp.GetEntries(), resp.GetNextToken()}, err
+			})
+			if err != nil {
+				return err
+			}
+			return a.emitProto(cmd, &csi.ListSnapshotsResponse{Entries: entries}, func(w io.Writer) error {
+				return snapshotTable(w, each(entries, (*csi.ListSnapshotsResponse_Entry).GetSnapshot)...)
 			})
 		}),
 	}

@@ -14,17 +14,14 @@ import (
 )
 
 func (a *app) newCSIVolumeCmd(f *csiFlags) *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "volume",
 		Short: "Create, delete, list and expand volumes (Controller service)",
 		Long:  "Controller calls on volumes: CreateVolume, DeleteVolume, ListVolumes and ControllerExpandVolume (with NodeExpandVolume).",
 		Example: `  chainvolctl csi volume create data --size 1Gi --fs-type ext4 -q
   chainvolctl csi volume list
   chainvolctl csi volume delete VOLUME_ID`,
-		RunE: groupRunE,
-	}
-	cmd.AddCommand(a.newCSIVolumeCreateCmd(f), a.newCSIVolumeDeleteCmd(f), a.newCSIVolumeListCmd(f), a.newCSIVolumeExpandCmd(f))
-	return cmd
+	}, a.newCSIVolumeCreateCmd(f), a.newCSIVolumeDeleteCmd(f), a.newCSIVolumeListCmd(f), a.newCSIVolumeExpandCmd(f))
 }
 
 // volumeCreateFlags are the options of "csi volume create".
@@ -52,7 +49,9 @@ its progress meanwhile; --wait retries until the volume is ready.`,
       --param csi.storage.k8s.io/pvc/name=data --param csi.storage.k8s.io/pvc/namespace=demo
   chainvolctl csi volume create data2 --size 1Gi --param fromBackup=demo/data@latest --wait -q`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error { return a.volumeCreate(cmd, f, argv[0], &v) }),
+		RunE: a.csiSession(f, func(ctx context.Context, cmd *cobra.Command, argv []string, c *csiClient) error {
+			return a.volumeCreate(ctx, cmd, f, c, argv[0], &v)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&v.size, "size", "1Gi", "capacity, e.g. 1Gi")
@@ -68,7 +67,7 @@ its progress meanwhile; --wait retries until the volume is ready.`,
 	return cmd
 }
 
-func (a *app) volumeCreate(cmd *cobra.Command, f *csiFlags, name string, v *volumeCreateFlags) error {
+func (a *app) volumeCreate(ctx context.Context, cmd *cobra.Command, f *csiFlags, c *csiClient, name string, v *volumeCreateFlags) error {
 	size, err := parseSize("size", v.size)
 	if err != nil {
 		return err
@@ -77,11 +76,7 @@ func (a *app) volumeCreate(cmd *cobra.Command, f *csiFlags, name string, v *volu
 	if err != nil {
 		return err
 	}
-	params, err := keyValues("param", v.params)
-	if err != nil {
-		return err
-	}
-	secrets, err := v.secrets.load()
+	params, secrets, err := requestMaps(v.params, &v.secrets)
 	if err != nil {
 		return err
 	}
@@ -95,27 +90,17 @@ func (a *app) volumeCreate(cmd *cobra.Command, f *csiFlags, name string, v *volu
 		req.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
 			Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: v.fromVolume}}}
 	}
-	return f.call(cmd.Context(), func(ctx context.Context, c *csiClient) error {
-		if v.nodeTopology {
-			if req.AccessibilityRequirements, err = nodeTopology(ctx, f, c); err != nil {
-				return err
-			}
-		}
-		var resp *csi.CreateVolumeResponse
-		err := v.wait.retry(ctx, f, func(ctx context.Context) (bool, error) {
-			var err error
-			resp, err = c.ctrl.CreateVolume(ctx, req)
-			return true, err
-		})
-		if err != nil {
+	if v.nodeTopology {
+		if req.AccessibilityRequirements, err = nodeTopology(ctx, f, c); err != nil {
 			return err
 		}
-		if v.quiet {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), resp.GetVolume().GetVolumeId())
-			return err
-		}
-		return a.emitProto(cmd, resp.GetVolume(), func(w io.Writer) error { return volumeTable(w, resp.GetVolume()) })
-	})
+	}
+	resp, err := createWait(ctx, &v.wait, f, c.ctrl.CreateVolume, req, func(*csi.CreateVolumeResponse) bool { return true })
+	if err != nil {
+		return err
+	}
+	vol := resp.GetVolume()
+	return a.emitObject(cmd, v.quiet, vol.GetVolumeId(), vol, func(w io.Writer) error { return volumeTable(w, vol) })
 }
 
 // nodeTopology asks the node for its topology and requires it: chainvol

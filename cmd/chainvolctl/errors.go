@@ -113,3 +113,11 @@ func firstWord(s string) string {
 	w, _, _ := strings.Cut(strings.TrimSpace(s), " ")
 	return strings.ToLower(strings.Trim(w, `:"'`))
 }
+
+// parentCmd makes cmd a command that only groups subcommands, subs
+// (groupRunE: its help, or a usage error for an unknown subcommand).
+func parentCmd(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.RunE = groupRunE
+	cmd.AddCommand(subs...)
+	return cmd
+}

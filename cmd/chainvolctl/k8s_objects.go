@@ -70,12 +70,13 @@ func pairFor(m *s3chain.Manifest, o importOptions) (snapshotPair, error) {
 		return snapshotPair{}, fmt.Errorf("chain %q: namespace %q is not a Kubernetes namespace (%s); map it with --namespace-map %s=NEW",
 			m.Chain, ns, strings.Join(errs, "; "), strings.SplitN(m.Chain, "/", 2)[0])
 	}
-	handle := backupid.Format(target.Ref{Target: o.target, Chain: m.Chain, Backup: m.ID})
+	ref := target.Ref{Target: o.target, Chain: m.Chain, Backup: m.ID}
+	handle := backupid.Format(ref)
 	cname, snapName := contentName(handle), snapshotName(m.Chain, m.ID)
 	meta := func(n, ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{importedLabel: "true"},
 			Annotations: map[string]string{
-				backupAnnotation:  o.target + ":" + m.Chain + "@" + m.ID,
+				backupAnnotation:  ref.String(),
 				createdAnnotation: m.CreatedAt.UTC().Format(time.RFC3339Nano),
 			}}
 	}

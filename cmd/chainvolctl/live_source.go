@@ -4,22 +4,16 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/mount-utils"
+
+	"github.com/chainvol/chainvol/internal/blockdev"
 )
 
-// Where backup create looks for the mounts of its source; variables so
-// that tests can point them elsewhere.
-var (
-	mountInfoFile  = "/proc/self/mountinfo"
-	sysBlockDir    = "/sys/block"
-	sysDevBlockDir = "/sys/dev/block"
-)
+// mountInfoFile is where backup create looks for the mounts of its source.
+const mountInfoFile = "/proc/self/mountinfo"
 
 // liveMount is a read-write mount of a backup source's filesystem.
 type liveMount struct {
@@ -41,12 +35,12 @@ func findLiveMounts(from string) ([]liveMount, error) {
 	devs := map[uint64]string{}
 	switch {
 	case fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0:
-		devs[rdevOf(fi)] = from
+		devs[blockdev.Rdev(fi)] = from
 	case fi.Mode().IsRegular():
-		devs = loopsBackedBy(fi)
+		devs = blockdev.LoopsBackedBy(fi)
 	}
 	for dev := range maps.Clone(devs) {
-		maps.Copy(devs, partitionsOf(dev))
+		maps.Copy(devs, blockdev.Partitions(dev))
 	}
 	if len(devs) == 0 {
 		return nil, nil
@@ -65,60 +59,4 @@ func findLiveMounts(from string) ([]liveMount, error) {
 		}
 	}
 	return out, nil
-}
-
-// partitionsOf returns the device numbers (and names) of the partitions
-// of block device dev.
-func partitionsOf(dev uint64) map[uint64]string {
-	out := map[uint64]string{}
-	dir := filepath.Join(sysDevBlockDir, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)))
-	parts, _ := filepath.Glob(filepath.Join(dir, "*", "partition"))
-	for _, p := range parts {
-		if num, ok := readDevNumber(filepath.Join(filepath.Dir(p), "dev")); ok {
-			out[num] = "/dev/" + filepath.Base(filepath.Dir(p))
-		}
-	}
-	return out
-}
-
-// readDevNumber parses a sysfs "dev" attribute, MAJ:MIN.
-func readDevNumber(path string) (uint64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	var maj, min uint32
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d:%d", &maj, &min); err != nil {
-		return 0, false
-	}
-	return unix.Mkdev(maj, min), true
-}
-
-// loopsBackedBy returns the device numbers (and names) of the loop devices
-// whose backing file is the file fi, whatever name it was attached under.
-func loopsBackedBy(fi os.FileInfo) map[uint64]string {
-	out := map[uint64]string{}
-	files, _ := filepath.Glob(filepath.Join(sysBlockDir, "loop*", "loop", "backing_file"))
-	for _, bf := range files {
-		data, err := os.ReadFile(bf)
-		if err != nil {
-			continue
-		}
-		bfi, err := os.Stat(strings.TrimSpace(string(data)))
-		if err != nil || !os.SameFile(fi, bfi) {
-			continue
-		}
-		dir := filepath.Dir(filepath.Dir(bf))
-		if num, ok := readDevNumber(filepath.Join(dir, "dev")); ok {
-			out[num] = "/dev/" + filepath.Base(dir)
-		}
-	}
-	return out
-}
-
-func rdevOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Rdev
-	}
-	return 0
 }

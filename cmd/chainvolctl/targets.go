@@ -141,6 +141,21 @@ func envSecrets() map[string]string {
 	return m
 }
 
+// lookupTarget returns the configured target called name ("" = the
+// default). Errors: targetSet's, and a usage error naming the configured
+// targets when none is called name (a --in or [TARGET:] of a typo).
+func (a *app) lookupTarget(name string) (target.Target, error) {
+	set, err := a.targetSet()
+	if err != nil {
+		return target.Target{}, err
+	}
+	t, err := set.Lookup(name)
+	if err != nil {
+		return t, usageError{explain(err)}
+	}
+	return t, nil
+}
+
 // openRepo opens the chain repository of the named target ("" = default).
 func (a *app) openRepo(ctx context.Context, name string) (*s3chain.Repo, error) {
 	set, err := a.targetSet()

@@ -26,13 +26,24 @@ func noSpace(op string, err error) error {
 // makeEmpty creates path as a sparse (thin) file of size bytes and fsyncs it.
 // The file must not exist yet (O_EXCL), so a stale one is never reused.
 func makeEmpty(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return sizeFile(path, os.O_CREATE|os.O_EXCL, size, "create", "size")
+}
+
+// growFile extends path to size bytes and fsyncs it.
+func growFile(path string, size int64) error { return sizeFile(path, 0, size, "open", "grow") }
+
+// sizeFile opens path for writing (with flags besides O_WRONLY), sets its
+// size to size bytes, and fsyncs and closes it. Errors name the step (open
+// and resize say how: "create data file", "grow data file"), wrapping
+// ErrNoSpace when the filesystem is full.
+func sizeFile(path string, flags int, size int64, open, resize string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|flags, 0o600)
 	if err != nil {
-		return noSpace("create data file", err)
+		return noSpace(open+" data file", err)
 	}
 	defer f.Close()
 	if err := f.Truncate(size); err != nil {
-		return noSpace("size data file", err)
+		return noSpace(resize+" data file", err)
 	}
 	if err := f.Sync(); err != nil {
 		return noSpace("sync data file", err)

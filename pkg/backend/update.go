@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"fmt"
-	"os"
 )
 
 // Resize grows the lvol id to newSize bytes rounded up to 4096: it extends
@@ -46,22 +45,6 @@ func (p *FilePool) Resize(ctx context.Context, id string, newSize int64) (LVol, 
 	}
 	crashPoint("resize:recorded")
 	return r.LVol, nil
-}
-
-// growFile extends path to size bytes and fsyncs it.
-func growFile(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("open data file: %w", err)
-	}
-	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return noSpace("grow data file", err)
-	}
-	if err := f.Sync(); err != nil {
-		return noSpace("sync data file", err)
-	}
-	return f.Close()
 }
 
 // SetLabels merges labels into the labels of the ready lvol id in one

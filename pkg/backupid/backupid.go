@@ -42,6 +42,10 @@ func ChainHash(chain string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// Hashed reports whether r, parsed from a snapshot id, holds a chain
+// replaced by its hash ("~HEX"): its name needs a listing of the target.
+func (r Ref) Hashed() bool { return strings.HasPrefix(r.Chain, HashedMark) }
+
 // Hashes reports whether id's chain part (hashed or not) names chain.
 func Hashes(idChain, chain string) bool {
 	return idChain == chain || idChain == HashedMark+ChainHash(chain)

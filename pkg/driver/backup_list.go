@@ -27,7 +27,7 @@ func (d *snapshotter) backupSnapshots(ctx context.Context, secrets map[string]st
 	}
 	for _, s := range snaps {
 		if rec := volume.Of(s); rec.IsBackup() {
-			seen[rec.BackupRef] = true
+			seen[rec.BackupRef.String()] = true
 			out = append(out, backupCSISnapshot(s, rec.Upload == volume.Uploaded))
 		}
 	}

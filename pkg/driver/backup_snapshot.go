@@ -50,6 +50,6 @@ func backupSnapshot(b volume.Backup) *csi.Snapshot {
 // backupCSISnapshot describes a backup's snapshot lvol as a CSI snapshot.
 func backupCSISnapshot(snap backend.LVol, ready bool) *csi.Snapshot {
 	s := csiSnapshot(snap, ready)
-	s.SnapshotId = volume.Of(snap).BackupRef
+	s.SnapshotId = volume.Of(snap).BackupRef.String()
 	return s
 }

@@ -204,7 +204,7 @@ func (d *core) volumeResponse(lv backend.LVol, src *csi.VolumeContentSource) *cs
 func (d *core) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Volume {
 	rec := volume.Of(lv)
 	vc := map[string]string{}
-	for k, v := range map[string]string{volumeContextFSType: rec.FSType, volumeContextRestoredFrom: rec.RestoredFrom} {
+	for k, v := range map[string]string{volumeContextFSType: rec.FSType, volumeContextRestoredFrom: rec.RestoredFrom.String()} {
 		if v != "" {
 			vc[k] = v
 		}

@@ -48,7 +48,7 @@ func (d *core) checkGrowFits(ctx context.Context, lv backend.LVol, size int64, s
 // size that fits (s3chain newChainBlockSize).
 func (d *core) volumeChains(ctx context.Context, lv backend.LVol) map[target.Ref]int64 {
 	chains := map[target.Ref]int64{}
-	if r, err := target.ParseRef(volume.Of(lv).RestoredFrom); err == nil && r.Chain == volume.ChainOf(lv) {
+	if r, err := volume.Of(lv).RestoredFrom.Ref(); err == nil && r.Chain == volume.ChainOf(lv) {
 		chains[d.chainKey(r)] = 0
 	}
 	snaps, err := d.pool.List(ctx, backend.KindSnapshot)
@@ -58,7 +58,7 @@ func (d *core) volumeChains(ctx context.Context, lv backend.LVol) map[target.Ref
 	}
 	for _, s := range snaps {
 		rec := volume.Of(s)
-		r, err := volume.ParseBackupID(rec.BackupRef)
+		r, err := rec.BackupRef.Ref()
 		if err != nil || s.SourceID != lv.ID {
 			continue
 		}

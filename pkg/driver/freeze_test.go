@@ -68,7 +68,7 @@ func TestStageCloneOfStagedXFS(t *testing.T) {
 	thaw, err := e.d.freezeStaged(e.ctx, src.ID)
 	mustOK(t, err)
 	clone, err := e.pool.Create(e.ctx, backend.CreateOptions{Name: "clone", Kind: backend.KindVolume,
-		SourceID: src.ID, Labels: volume.Record{FSType: "xfs", RestoredFrom: "test"}.Encode()})
+		SourceID: src.ID, Labels: volume.Record{FSType: "xfs", RestoredFrom: volume.ReadRef("test")}.Encode()})
 	thaw()
 	mustOK(t, err)
 

@@ -35,7 +35,7 @@ func (d *groups) recordGroup(name string, members []backend.LVol, p *retention.P
 	}
 	r := volume.BackupName{Name: name, GroupID: first.GroupID, CreatedAt: members[0].CreatedAt, Retention: p}
 	for _, m := range members {
-		r.Members = append(r.Members, volume.BackupName{SnapshotID: volume.Of(m).BackupRef, SourceVolumeID: m.SourceID})
+		r.Members = append(r.Members, volume.BackupName{SnapshotID: volume.Of(m).BackupRef.String(), SourceVolumeID: m.SourceID})
 	}
 	return d.vols.RecordBackupGroup(r)
 }

@@ -194,7 +194,7 @@ func (d *groups) groupSnapshotIDs(ctx context.Context, gid string, given []strin
 
 // csiSnapshotID is the snapshot id a member lvol is known by.
 func csiSnapshotID(s backend.LVol) string {
-	if id := volume.Of(s).BackupRef; id != "" {
+	if id := volume.Of(s).BackupRef.String(); id != "" {
 		return id
 	}
 	return s.ID

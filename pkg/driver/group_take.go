@@ -145,7 +145,7 @@ func (d *groups) groupRecords(ctx context.Context, req *csi.CreateVolumeGroupSna
 			return nil, nil, snapshotError("group backup", err)
 		}
 		recs[i].BlockSize = sp.BlockSize
-		recs[i].Hidden, recs[i].BackupRef = true, volume.BackupID(refs[i])
+		recs[i].Hidden, recs[i].BackupRef = true, volume.IDOf(refs[i])
 		recs[i].Upload, recs[i].Unreported = volume.Uploading, true
 	}
 	return recs, refs, nil

@@ -79,7 +79,7 @@ func (c chainCollector) chainTimes(ctx context.Context) (success, failure map[gc
 	success, failure = map[gcKey]time.Time{}, map[gcKey]time.Time{}
 	for _, s := range snaps {
 		rec := volume.Of(s)
-		ref, err := volume.ParseBackupID(rec.BackupRef)
+		ref, err := rec.BackupRef.Ref()
 		if err != nil || !held[s.SourceID] { // not a backup, or its volume is gone
 			continue
 		}

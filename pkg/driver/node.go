@@ -261,7 +261,7 @@ func (d *node) checkFormat(lv backend.LVol, dev, fsType string) error {
 	if err != nil {
 		return volume.Mark(volume.ErrNodeFailed, "detect the filesystem on %s: %w", dev, err)
 	}
-	if from := volume.Of(lv).RestoredFrom; found == "" && from != "" {
+	if from := volume.Of(lv).RestoredFrom; found == "" && !from.IsZero() {
 		return volume.Mark(volume.ErrIncompatible, "volume %s was restored from %s but holds no filesystem; refusing to format restored data (was the backup taken of a block volume?)", lv.ID, from)
 	}
 	if found != "" && found != fsType {

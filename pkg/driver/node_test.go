@@ -220,7 +220,7 @@ func TestNodeStageErrors(t *testing.T) {
 func TestNodeStageRestored(t *testing.T) {
 	e := newNodeEnv(t)
 	staging := e.path("stage")
-	blank := e.volume("restored-blank", volume.Record{RestoredFrom: "default:chain@b1", FSType: "ext4"}.Encode())
+	blank := e.volume("restored-blank", volume.Record{RestoredFrom: volume.ReadRef("default:chain@b1"), FSType: "ext4"}.Encode())
 	wantCode(t, e.stage(blank.ID, staging, mountCap("", snw)), codes.FailedPrecondition, "default:chain@b1", "no filesystem")
 	if fs, _ := e.d.mounter.GetDiskFormat(mustFile(t, e.pool, blank.ID)); fs != "" {
 		t.Errorf("restored volume was formatted as %q", fs)

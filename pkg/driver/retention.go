@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
 
-	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/retention"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
@@ -43,7 +41,7 @@ func (d *core) scheduleRetention(ctx context.Context, id string, secrets map[str
 	if err != nil || d.gc == nil || d.gc.delay <= 0 {
 		return
 	}
-	if strings.HasPrefix(ref.Chain, backupid.HashedMark) {
+	if ref.Hashed() {
 		repo, err := d.targets.Open(ctx, ref.Target, secrets)
 		if err == nil {
 			ref, err = volume.ResolveChain(ctx, repo, ref)

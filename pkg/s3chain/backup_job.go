@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
@@ -77,8 +75,8 @@ func (j *backupJob) plan() ([]int64, error) {
 	var srcExt, baseExt []extent
 	if j.base != nil {
 		var errA, errB error
-		srcExt, errA = fiemap(j.src, j.size)
-		baseExt, errB = fiemap(j.base, j.size)
+		srcExt, errA = fiemapOf(j.src, j.size)
+		baseExt, errB = fiemapOf(j.base, j.size)
 		if errA == nil && errB == nil {
 			stable = j.parent.SizeBytes / j.bs
 			if j.parent.SizeBytes == j.size {
@@ -118,32 +116,11 @@ func (j *backupJob) report() {
 // run reads, digests and uploads the blocks in toRead with j.workers
 // goroutines, each holding one block buffer and one object buffer.
 func (j *backupJob) run(ctx context.Context, toRead []int64) error {
-	g, ctx := errgroup.WithContext(ctx)
-	next := make(chan int64)
-	g.Go(func() error {
-		defer close(next)
-		for _, i := range toRead {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
+	return eachByWorkers(ctx, j.workers, toRead, func() func(context.Context, int64) error {
+		buf := make([]byte, j.bs)
+		scratch := make([]byte, 0, j.bs+j.bs/8)
+		return func(ctx context.Context, i int64) error { return j.block(ctx, i, buf, scratch) }
 	})
-	for range j.workers {
-		g.Go(func() error {
-			buf := make([]byte, j.bs)
-			scratch := make([]byte, 0, j.bs+j.bs/8)
-			for i := range next {
-				if err := j.block(ctx, i, buf, scratch); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
 }
 
 // block handles one block: read, zero check, digest, compare with the

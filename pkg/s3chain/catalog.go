@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
@@ -207,7 +208,7 @@ func (r *Repo) listManifestDir(ctx context.Context, chain string) (manifestDirLi
 // ErrBackupNotFound: its commit may still be finished, Repo.ConfirmBackup),
 // ErrInvalidChain, ErrWrongKey, ErrInvalidManifest, ErrFormatVersion.
 func (r *Repo) Manifest(ctx context.Context, chain, backupID string) (*Manifest, error) {
-	if backupID == "latest" {
+	if backupID == backupid.Latest {
 		ms, err := r.BackupHeaders(ctx, chain)
 		if err != nil {
 			return nil, err

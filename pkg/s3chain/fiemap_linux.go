@@ -1,68 +1,27 @@
 package s3chain
 
 import (
-	"encoding/binary"
-	"fmt"
 	"os"
 	"sort"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/chainvol/chainvol/internal/fiemap"
 )
 
-// FIEMAP ioctl (Documentation/filesystems/fiemap.rst, linux/fiemap.h);
-// golang.org/x/sys/unix has no wrapper.
-const (
-	fsIocFiemap      = 0xC020660B
-	fiemapFlagSync   = 0x1
-	fiemapHdrLen     = 32 // struct fiemap
-	fiemapExtLen     = 56 // struct fiemap_extent
-	fiemapBatch      = 512
-	extentLast       = 0x1
-	extentUnwritten  = 0x800
-	extentUncertain  = 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x400 // UNKNOWN DELALLOC ENCODED DATA_ENCRYPTED NOT_ALIGNED DATA_INLINE DATA_TAIL
-	extentCompareMsk = extentUnwritten
-)
+// extentCompareMsk are the flags two extents must share to hold the same
+// bytes: the written state.
+const extentCompareMsk = fiemap.Unwritten
 
 // extent maps file bytes [Logical, Logical+Length) to device bytes at
 // Physical.
-type extent struct {
-	Logical, Physical, Length int64
-	Flags                     uint32
-}
+type extent = fiemap.Extent
 
-// fiemap returns the extents of f overlapping [0, size), sorted, after
+// fiemapOf returns the extents of f overlapping [0, size), sorted, after
 // flushing delayed allocations (FIEMAP_FLAG_SYNC) so the map is final.
-func fiemap(f *os.File, size int64) ([]extent, error) {
-	buf := make([]byte, fiemapHdrLen+fiemapBatch*fiemapExtLen)
-	le := binary.LittleEndian
+func fiemapOf(f *os.File, size int64) ([]extent, error) {
 	var out []extent
-	for pos := int64(0); pos < size; {
-		clear(buf[:fiemapHdrLen])
-		le.PutUint64(buf[0:], uint64(pos))
-		le.PutUint64(buf[8:], uint64(size-pos))
-		le.PutUint32(buf[16:], fiemapFlagSync)
-		le.PutUint32(buf[24:], fiemapBatch)
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0])))
-		if errno != 0 {
-			return nil, fmt.Errorf("FIEMAP %s: %w", f.Name(), errno)
-		}
-		n := int(le.Uint32(buf[20:]))
-		if n == 0 {
-			break
-		}
-		last := false
-		for i := range n {
-			e := buf[fiemapHdrLen+i*fiemapExtLen:]
-			x := extent{Logical: int64(le.Uint64(e[0:])), Physical: int64(le.Uint64(e[8:])),
-				Length: int64(le.Uint64(e[16:])), Flags: le.Uint32(e[40:])}
-			out = append(out, x)
-			pos = x.Logical + x.Length
-			last = x.Flags&extentLast != 0
-		}
-		if last {
-			break
-		}
+	err := fiemap.Walk(f, size, true, func(e extent) { out = append(out, e) })
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -93,7 +52,7 @@ func pieces(ext []extent, off, end int64) ([]extent, bool) {
 	var out []extent
 	for ; i < len(ext) && ext[i].Logical < end; i++ {
 		e := ext[i]
-		if e.Flags&extentUncertain != 0 {
+		if e.Flags&fiemap.Uncertain != 0 {
 			return nil, false
 		}
 		lo, hi := max(e.Logical, off), min(e.Logical+e.Length, end)

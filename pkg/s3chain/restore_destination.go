@@ -3,13 +3,15 @@ package s3chain
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
+	"slices"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/mount-utils"
+
+	"github.com/chainvol/chainvol/internal/blockdev"
 )
 
 // ErrDestinationBusy: the restore destination is in use, and writing it would
@@ -20,13 +22,8 @@ import (
 // overridden (not even by chainvolctl restore --force).
 var ErrDestinationBusy = errors.New("destination in use")
 
-// sysfs and mountinfo locations; variables so that tests can point them
-// elsewhere.
-var (
-	sysBlockDev   = "/sys/dev/block"
-	sysBlock      = "/sys/block"
-	mountInfoFile = "/proc/self/mountinfo"
-)
+// mountInfoFile lists this mount namespace's mounts.
+const mountInfoFile = "/proc/self/mountinfo"
 
 // destination is the open file or block device a restore writes (the
 // restore destination; "target" names the object store a backup lives in).
@@ -140,8 +137,8 @@ func CheckDestination(path string) error {
 // or a holder (device-mapper, md, LVM). The kernel's O_EXCL check that
 // follows covers users these files cannot show.
 func deviceFree(path string, fi os.FileInfo) error {
-	rdev := rdevOf(fi)
-	devs := append([]uint64{rdev}, partitions(rdev)...)
+	rdev := blockdev.Rdev(fi)
+	devs := append([]uint64{rdev}, slices.Sorted(maps.Keys(blockdev.Partitions(rdev)))...)
 	infos, err := mount.ParseMountInfo(mountInfoFile)
 	if err != nil {
 		return fmt.Errorf("read mounts: %w", err)
@@ -152,7 +149,7 @@ func deviceFree(path string, fi os.FileInfo) error {
 				return fmt.Errorf("%w: %s is mounted at %s; unmount it first", ErrDestinationBusy, devName(path, dev, rdev), mi.MountPoint)
 			}
 		}
-		holders, _ := os.ReadDir(filepath.Join(sysDevDir(dev), "holders"))
+		holders, _ := os.ReadDir(filepath.Join(blockdev.Dir(dev), "holders"))
 		if len(holders) > 0 {
 			return fmt.Errorf("%w: %s is held by %s; remove that device first", ErrDestinationBusy, devName(path, dev, rdev), holders[0].Name())
 		}
@@ -163,30 +160,10 @@ func deviceFree(path string, fi os.FileInfo) error {
 // fileFree returns ErrDestinationBusy when a loop device is attached to the
 // regular file path (whatever name it was attached under), naming it.
 func fileFree(path string, fi os.FileInfo) error {
-	loops, _ := filepath.Glob(filepath.Join(sysBlock, "loop*", "loop", "backing_file"))
-	for _, bf := range loops {
-		data, err := os.ReadFile(bf)
-		if err != nil {
-			continue
-		}
-		if bfi, err := os.Stat(strings.TrimSpace(string(data))); err == nil && os.SameFile(fi, bfi) {
-			loop := filepath.Base(filepath.Dir(filepath.Dir(bf)))
-			return fmt.Errorf("%w: %s is attached to /dev/%s; detach it first (losetup -d /dev/%s)", ErrDestinationBusy, path, loop, loop)
-		}
+	if loops := slices.Sorted(maps.Values(blockdev.LoopsBackedBy(fi))); len(loops) > 0 {
+		return fmt.Errorf("%w: %s is attached to %s; detach it first (losetup -d %s)", ErrDestinationBusy, path, loops[0], loops[0])
 	}
 	return nil
-}
-
-// partitions returns the device numbers of the partitions of rdev.
-func partitions(rdev uint64) []uint64 {
-	var out []uint64
-	parts, _ := filepath.Glob(filepath.Join(sysDevDir(rdev), "*", "partition"))
-	for _, p := range parts {
-		if dev, err := readDevNumber(filepath.Join(filepath.Dir(p), "dev")); err == nil {
-			out = append(out, dev)
-		}
-	}
-	return out
 }
 
 func devName(path string, dev, rdev uint64) string {
@@ -194,27 +171,4 @@ func devName(path string, dev, rdev uint64) string {
 		return path
 	}
 	return fmt.Sprintf("partition %d:%d of %s", unix.Major(dev), unix.Minor(dev), path)
-}
-
-func sysDevDir(dev uint64) string {
-	return filepath.Join(sysBlockDev, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)))
-}
-
-func readDevNumber(path string) (uint64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	var maj, min uint32
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(data)), "%d:%d", &maj, &min); err != nil {
-		return 0, err
-	}
-	return unix.Mkdev(maj, min), nil
-}
-
-func rdevOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Rdev
-	}
-	return 0
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chainvol/chainvol/internal/blockdev"
 )
 
 // destinationIdentity says which file or disk the open restore destination f
@@ -31,7 +33,7 @@ func destinationIdentity(f *os.File, size int64) (string, error) {
 		return "", fmt.Errorf("statx %s: %w", f.Name(), err)
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
-		dir := sysDevDir(unix.Mkdev(st.Rdev_major, st.Rdev_minor))
+		dir := blockdev.Dir(unix.Mkdev(st.Rdev_major, st.Rdev_minor))
 		return fmt.Sprintf("blockdev %d:%d size=%d %s", st.Rdev_major, st.Rdev_minor, size, diskIdentity(dir)), nil
 	}
 	return fmt.Sprintf("file %s size=%d", fileIdentity(&st), size), nil

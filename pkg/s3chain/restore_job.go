@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // restoreJob is the state of one running restore.
@@ -126,35 +124,13 @@ func (j *restoreJob) plan() []*fetch {
 }
 
 func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
-	workers := j.workers()
-	g, ctx := errgroup.WithContext(ctx)
-	next := make(chan *fetch)
-	g.Go(func() error {
-		defer close(next)
-		for _, f := range todo {
-			select {
-			case next <- f:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
+	return eachByWorkers(ctx, j.workers(), todo, func() func(context.Context, *fetch) error {
+		buf := alignedBuf(j.tip.BlockSize)
+		// The object lands one byte before an aligned address, so that
+		// a raw block's bytes after the kind byte are aligned.
+		obj := alignedBuf(j.cfg.maxBlockObject() + directAlign)[directAlign-1:]
+		return func(ctx context.Context, f *fetch) error { return j.fetchOne(ctx, f, obj, buf) }
 	})
-	for range workers {
-		g.Go(func() error {
-			buf := alignedBuf(j.tip.BlockSize)
-			// The object lands one byte before an aligned address, so that
-			// a raw block's bytes after the kind byte are aligned.
-			obj := alignedBuf(j.cfg.maxBlockObject() + directAlign)[directAlign-1:]
-			for f := range next {
-				if err := j.fetchOne(ctx, f, obj, buf); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
 }
 
 // fetchOne downloads one object into objBuf, checks it (decoding into

@@ -22,7 +22,7 @@ import (
 // lvol as last read and whether it is ready. Errors: uploadFailure,
 // uploadRefusal, and the pool's, saying what was being read.
 func (m *Manager) BackupStatus(ctx context.Context, snap backend.LVol, secrets map[string]string) (backend.LVol, bool, error) {
-	ref, err := ParseBackupID(Of(snap).BackupRef)
+	ref, err := Of(snap).BackupRef.Ref()
 	if err != nil {
 		return snap, false, fmt.Errorf("backup snapshot: %w", err)
 	}
@@ -116,7 +116,7 @@ func (m *Manager) reportedReady(ctx context.Context, snap backend.LVol) {
 		// Deleted meanwhile, only DeleteSnapshot deletes an unreported
 		// snapshot: drop the record this call may have written after its
 		// ForgetBackup.
-		if err := m.ForgetBackup(rec.BackupRef); err != nil {
+		if err := m.ForgetBackup(rec.BackupRef.String()); err != nil {
 			klog.ErrorS(err, "forget the name of a deleted backup", "backup", rec.BackupRef)
 		}
 		return
@@ -134,8 +134,8 @@ func (m *Manager) reportedReady(ctx context.Context, snap backend.LVol) {
 func (m *Manager) ensureBackupName(snap backend.LVol, p *retention.Policy) error {
 	rec := Of(snap)
 	r, ok, err := m.LookupBackupName(snap.Name)
-	if err != nil || ok && r.SnapshotID == rec.BackupRef {
+	if err != nil || ok && r.SnapshotID == rec.BackupRef.String() {
 		return err
 	}
-	return m.RecordBackupName(BackupName{Name: snap.Name, SnapshotID: rec.BackupRef, SourceVolumeID: snap.SourceID, Retention: p})
+	return m.RecordBackupName(BackupName{Name: snap.Name, SnapshotID: rec.BackupRef.String(), SourceVolumeID: snap.SourceID, Retention: p})
 }

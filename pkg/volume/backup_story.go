@@ -91,7 +91,7 @@ func (m *Manager) Backup(ctx context.Context, req BackupRequest) (Backup, error)
 	if err := repo.CheckOwner(ctx, ref.Chain, m.Owner()); err != nil {
 		return Backup{}, fmt.Errorf("backup: %w", err)
 	}
-	rec := Record{Hidden: true, BackupRef: BackupID(ref), Upload: Uploading, Unreported: true, BlockSize: req.BlockSize}
+	rec := Record{Hidden: true, BackupRef: IDOf(ref), Upload: Uploading, Unreported: true, BlockSize: req.BlockSize}
 	snap, err := m.TakeSnapshot(ctx, req.Name, src.ID, rec)
 	if err != nil {
 		return Backup{}, err
@@ -103,7 +103,7 @@ func (m *Manager) Backup(ctx context.Context, req BackupRequest) (Backup, error)
 		return Backup{}, err
 	}
 	m.StartUpload(snap, ref, req.Secrets)
-	return Backup{ID: rec.BackupRef, Local: snap}, nil
+	return Backup{ID: rec.BackupRef.String(), Local: snap}, nil
 }
 
 // answerBackup is BackupStatus as a Backup.
@@ -112,7 +112,7 @@ func (m *Manager) answerBackup(ctx context.Context, snap backend.LVol, secrets m
 	if err != nil {
 		return Backup{}, err
 	}
-	return Backup{ID: Of(snap).BackupRef, Local: snap, Ready: ready}, nil
+	return Backup{ID: Of(snap).BackupRef.String(), Local: snap, Ready: ready}, nil
 }
 
 // recordedBackup answers a backup whose name has no lvol (the sweep

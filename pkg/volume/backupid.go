@@ -3,7 +3,6 @@ package volume
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -31,7 +30,7 @@ func ParseBackupID(id string) (target.Ref, error) { return backupid.Parse(id) }
 // SameChain reports whether r, parsed from a backup snapshot id, names
 // chain of target tgt, hashed or not.
 func SameChain(r target.Ref, tgt, chain string) bool {
-	return r.Target == tgt && (r.Chain == chain || r.Chain == backupid.HashedMark+backupid.ChainHash(chain))
+	return r.Target == tgt && backupid.Hashes(r.Chain, chain)
 }
 
 // ResolveChain turns a hashed chain of a parsed id into the chain's name by
@@ -39,7 +38,7 @@ func SameChain(r target.Ref, tgt, chain string) bool {
 // Errors: s3chain.ErrBackupNotFound when no chain hashes to it, and those
 // of Repo.Chains.
 func ResolveChain(ctx context.Context, repo *s3chain.Repo, r target.Ref) (target.Ref, error) {
-	if !strings.HasPrefix(r.Chain, backupid.HashedMark) {
+	if !r.Hashed() {
 		return r, nil
 	}
 	chains, err := repo.Chains(ctx)

@@ -45,7 +45,7 @@ func (m *Manager) SweepBases(ctx context.Context) {
 			continue
 		}
 		if newest[k].ID != s.ID {
-			m.deleteBase(s, "superseded by "+Of(newest[k]).BackupRef)
+			m.deleteBase(s, "superseded by "+Of(newest[k]).BackupRef.String())
 		} else if _, err := m.pool.Get(ctx, s.SourceID); errors.Is(err, backend.ErrNotFound) {
 			m.deleteBase(s, "its volume was deleted")
 		}
@@ -58,7 +58,7 @@ func baseChain(s backend.LVol) (string, bool) {
 	if rec.Upload != Uploaded {
 		return "", false
 	}
-	r, err := ParseBackupID(rec.BackupRef)
+	r, err := rec.BackupRef.Ref()
 	if err != nil {
 		return "", false
 	}

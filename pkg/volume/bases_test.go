@@ -36,7 +36,7 @@ func TestSweepBases(t *testing.T) {
 	v := volume("v")
 	w := volume("w")
 	base := func(name string, src backend.LVol, chain string, state UploadState, doneAt string, reported bool) string {
-		r := Record{Hidden: true, BackupRef: "backup:offsite:" + chain + "@" + name, Upload: state, Unreported: !reported}
+		r := Record{Hidden: true, BackupRef: ReadID("backup:offsite:" + chain + "@" + name), Upload: state, Unreported: !reported}
 		if doneAt != "" {
 			r.UploadDoneAt, _ = time.Parse("20060102T150405.000000000Z", doneAt)
 		}

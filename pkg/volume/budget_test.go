@@ -76,7 +76,7 @@ func allocated(t *testing.T, pool backend.Pool, id string) int64 {
 // takeBase makes an uploaded, reported backup base of volume v.
 func takeBase(t *testing.T, m *Manager, v backend.LVol, name string) backend.LVol {
 	t.Helper()
-	rec := Record{Hidden: true, BackupRef: "backup:offsite:" + name + "@1", Upload: Uploaded, UploadDoneAt: time.Now().UTC()}
+	rec := Record{Hidden: true, BackupRef: ReadID("backup:offsite:" + name + "@1"), Upload: Uploaded, UploadDoneAt: time.Now().UTC()}
 	b, err := m.CreateSnapshot(context.Background(), backend.CreateOptions{Name: name, SourceID: v.ID}, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func (s *spaceModel) create(src string, k backend.Kind, base bool) {
 		s.m.SpaceChanged()
 	case base:
 		lv, err = s.m.CreateSnapshot(ctx, backend.CreateOptions{Name: name, SourceID: src},
-			Record{Hidden: true, BackupRef: "backup:offsite:" + name + "@1", Upload: Uploaded, UploadDoneAt: time.Now().UTC()})
+			Record{Hidden: true, BackupRef: ReadID("backup:offsite:" + name + "@1"), Upload: Uploaded, UploadDoneAt: time.Now().UTC()})
 	default:
 		lv, err = s.m.CreateSnapshot(ctx, backend.CreateOptions{Name: name, SourceID: src}, Record{})
 	}

@@ -42,7 +42,7 @@ func (x *refIndex) build(ctx context.Context) error {
 }
 
 func (x *refIndex) addLocked(lv backend.LVol) {
-	if ref := Of(lv).BackupRef; ref != "" && !slices.Contains(x.ids[ref], lv.ID) {
+	if ref := Of(lv).BackupRef.String(); ref != "" && !slices.Contains(x.ids[ref], lv.ID) {
 		x.ids[ref] = append(x.ids[ref], lv.ID)
 	}
 }
@@ -82,7 +82,7 @@ func (x *refIndex) get(ctx context.Context, ref string) (backend.LVol, error) {
 	for _, id := range slices.Clone(x.ids[ref]) {
 		lv, err := x.pool.Get(ctx, id)
 		switch {
-		case err == nil && lv.Kind == backend.KindSnapshot && Of(lv).BackupRef == ref:
+		case err == nil && lv.Kind == backend.KindSnapshot && Of(lv).BackupRef.String() == ref:
 			return lv, nil
 		case err == nil || errors.Is(err, backend.ErrNotFound):
 			x.dropLocked(ref, id) // deleted (or relabelled) since

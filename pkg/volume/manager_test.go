@@ -51,7 +51,7 @@ func TestBackupIndex(t *testing.T) {
 	}
 	snap := func(name, ref string) backend.LVol {
 		lv, err := m.CreateSnapshot(ctx, backend.CreateOptions{Name: name, SourceID: src.ID},
-			Record{Hidden: true, BackupRef: ref, Upload: Uploading})
+			Record{Hidden: true, BackupRef: ReadID(ref), Upload: Uploading})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestUpdateKeepsOtherWriters(t *testing.T) {
 	ctx := context.Background()
 	pool := testPool(t)
 	lv, err := pool.Create(ctx, backend.CreateOptions{Name: "v", Kind: backend.KindVolume, SizeBytes: 1 << 20,
-		Labels: Record{BackupRef: "backup:t:c@1", Upload: UploadFailed, UploadError: "boom", Unreported: true, FSType: "xfs"}.Encode()})
+		Labels: Record{BackupRef: ReadID("backup:t:c@1"), Upload: UploadFailed, UploadError: "boom", Unreported: true, FSType: "xfs"}.Encode()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestUpdateKeepsOtherWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Record{BackupRef: "backup:t:c@1", Upload: Uploaded, FSType: "xfs"}
+	want := Record{BackupRef: ReadID("backup:t:c@1"), Upload: Uploaded, FSType: "xfs"}
 	if r := Of(got); r != want {
 		t.Fatalf("record %+v, want %+v (labels %v)", r, want, got.Labels)
 	}
@@ -143,7 +143,7 @@ func TestReady(t *testing.T) {
 	pool := testPool(t)
 	m := NewManager(pool, Config{StateDir: t.TempDir(), Node: "node-1"})
 	restoring, err := pool.Create(ctx, backend.CreateOptions{Name: "r", Kind: backend.KindVolume, SizeBytes: 1 << 20,
-		Labels: Record{Phase: PhaseRestoring, RestoreRef: "t:c@1"}.Encode()})
+		Labels: Record{Phase: PhaseRestoring, RestoreRef: ReadRef("t:c@1")}.Encode()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,13 +22,13 @@ type Record struct {
 	// RestoredFrom is the origin of a volume restored from a backup
 	// ("TARGET:CHAIN@ID"), inherited by its clones and snapshots. Such a
 	// volume is never formatted by the node.
-	RestoredFrom string
+	RestoredFrom RecordedRef
 	// Phase is PhaseReady, or PhaseRestoring while a restore fills the lvol.
 	Phase Phase
 	// RestoreRef is the concrete backup a restoring volume is filled from
 	// ("TARGET:CHAIN@ID", a selector resolved), so that a retry after a
 	// driver restart resumes the same restore.
-	RestoreRef string
+	RestoreRef RecordedRef
 	// RestoreAllocBytes is what the restore allocates in the pool in all
 	// (the manifest's AllocatedBytes), in bytes; 0 when not restoring or
 	// restored before admission existed.
@@ -44,8 +44,8 @@ type Record struct {
 	// local snapshot); ListSnapshots does not show it.
 	Hidden bool
 	// BackupRef is the snapshot id of the backup behind a snapshot
-	// ("backup:TARGET:CHAIN@ID", backupid.go); "" for a plain snapshot.
-	BackupRef string
+	// ("backup:TARGET:CHAIN@ID", backupid.go); zero for a plain snapshot.
+	BackupRef RecordedID
 	// Upload is the state of that backup's upload.
 	Upload UploadState
 	// UploadError is the cause of a failed upload, UploadClass its class
@@ -118,7 +118,7 @@ const (
 func (r Record) Ready() bool { return r.Phase == PhaseReady }
 
 // IsBackup reports whether the snapshot is a backup's local snapshot.
-func (r Record) IsBackup() bool { return r.BackupRef != "" }
+func (r Record) IsBackup() bool { return !r.BackupRef.IsZero() }
 
 // Label keys, on disk in existing pools.
 const (
@@ -155,7 +155,7 @@ const doneAtFormat = "20060102T150405.000000000Z"
 const labelTrue = "true"
 
 // fields lists each string-valued field with its label key, for Encode
-// and Decode alike.
+// and Decode alike (the references, typed, are coded beside them).
 func (r *Record) fields() []struct {
 	key string
 	val *string
@@ -164,10 +164,9 @@ func (r *Record) fields() []struct {
 		key string
 		val *string
 	}{
-		{labelFSType, &r.FSType}, {labelAccessType, &r.AccessType}, {labelRestoredFrom, &r.RestoredFrom},
-		{labelRestoreRef, &r.RestoreRef}, {labelParams, &r.ParamsDigest},
+		{labelFSType, &r.FSType}, {labelAccessType, &r.AccessType}, {labelParams, &r.ParamsDigest},
 		{labelPVCName, &r.PVCName}, {labelPVCNamespace, &r.PVCNamespace}, {labelPVName, &r.PVName},
-		{labelBackupRef, &r.BackupRef}, {labelBackupError, &r.UploadError},
+		{labelBackupError, &r.UploadError},
 		{labelGroupID, &r.GroupID}, {labelGroupName, &r.GroupName}, {labelGroupMember, &r.GroupMember},
 	}
 }
@@ -184,6 +183,9 @@ func (r Record) Encode() map[string]string {
 	for _, f := range r.fields() {
 		set(f.key, *f.val)
 	}
+	set(labelRestoredFrom, r.RestoredFrom.String())
+	set(labelRestoreRef, r.RestoreRef.String())
+	set(labelBackupRef, r.BackupRef.String())
 	set(labelState, string(r.Phase))
 	set(labelBackupState, string(r.Upload))
 	set(labelBackupClass, string(r.UploadClass))
@@ -210,13 +212,17 @@ func (r Record) Encode() map[string]string {
 
 // Decode reads the record from lvol labels, of this driver or an older
 // one. Unknown keys are ignored; a malformed number or time reads as zero
-// (what the driver did before: such a label never stopped a call), and
-// any non-empty boolean label is true.
+// (what the driver did before: such a label never stopped a call), any
+// non-empty boolean label is true, and a reference that does not parse is
+// kept with its text (record_ref.go): set, written back unchanged, its
+// error returned by its Ref.
 func Decode(labels map[string]string) Record {
 	var r Record
 	for _, f := range r.fields() {
 		*f.val = labels[f.key]
 	}
+	r.RestoredFrom, r.RestoreRef = ReadRef(labels[labelRestoredFrom]), ReadRef(labels[labelRestoreRef])
+	r.BackupRef = ReadID(labels[labelBackupRef])
 	r.Phase = Phase(labels[labelState])
 	r.Upload = UploadState(labels[labelBackupState])
 	r.UploadClass = Class(labels[labelBackupClass])

@@ -39,7 +39,7 @@ func (m *Manager) admitRestore(ctx context.Context, req RestoreRequest) (*s3chai
 		return nil, backend.LVol{}, ref, ChainFull(ClassOutOfRange, ref.Chain, size, man.BlockSize)
 	}
 	rec := req.Record
-	rec.Phase, rec.RestoreRef, rec.RestoredFrom = PhaseRestoring, ref.String(), ref.String()
+	rec.Phase, rec.RestoreRef, rec.RestoredFrom = PhaseRestoring, RefOf(ref), RefOf(ref)
 	rec.FSType = man.FSType
 	lv, err := m.Admit(ctx, backend.CreateOptions{Name: req.Name, Kind: backend.KindVolume, SizeBytes: size}, rec, man.AllocatedBytes)
 	if err != nil {

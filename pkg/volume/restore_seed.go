@@ -69,7 +69,7 @@ func (m *Manager) restoreBase(ctx context.Context, repo *s3chain.Repo, ref backu
 	var bestShared int64
 	for _, s := range snaps {
 		rec := Of(s)
-		r, err := ParseBackupID(rec.BackupRef)
+		r, err := rec.BackupRef.Ref()
 		if err != nil || rec.Upload != Uploaded || s.SizeBytes > size || !SameChain(r, ref.Target, ref.Chain) {
 			continue
 		}

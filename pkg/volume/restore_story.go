@@ -11,7 +11,6 @@ import (
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
 // RestoreRequest is a validated CreateVolume that restores a backup into a
@@ -113,14 +112,14 @@ func (m *Manager) resumeRestore(ctx context.Context, req RestoreRequest, lv back
 		return lv, err
 	}
 	rec := Of(lv)
-	if rec.RestoreRef == "" {
+	if rec.RestoreRef.IsZero() {
 		return lv, Refuse(ClassExists, "volume %q exists and was not restored from a backup", req.Name)
 	}
 	if rec.Ready() {
 		m.ForgetJob(RestoreKey(lv.Name)) // finished while no call waited
 		return lv, nil
 	}
-	ref, err := target.ParseRef(rec.RestoreRef)
+	ref, err := rec.RestoreRef.Ref()
 	if err != nil {
 		return lv, Refuse(ClassInternal, "volume %s records a bad restore reference: %v", lv.ID, err)
 	}

@@ -65,7 +65,7 @@ func newRestoreEnv(t *testing.T) *restoreEnv {
 func (e *restoreEnv) reserve(t *testing.T, name string) backend.LVol {
 	t.Helper()
 	lv, err := e.m.Admit(e.ctx, backend.CreateOptions{Name: name, Kind: backend.KindVolume, SizeBytes: e.man.SizeBytes},
-		Record{AccessType: AccessBlock, Phase: PhaseRestoring, RestoreRef: e.ref.String(), RestoredFrom: e.ref.String()}, e.man.AllocatedBytes)
+		Record{AccessType: AccessBlock, Phase: PhaseRestoring, RestoreRef: RefOf(e.ref), RestoredFrom: RefOf(e.ref)}, e.man.AllocatedBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestRestoreWaitsOutAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := Of(got); !r.Ready() || r.RestoreAllocBytes != 0 || r.RestoreRef != e.ref.String() {
+	if r := Of(got); !r.Ready() || r.RestoreAllocBytes != 0 || r.RestoreRef != RefOf(e.ref) {
 		t.Errorf("record after restore %+v", r)
 	}
 	path, _ := e.pool.DataPath(lv.ID)

@@ -139,7 +139,7 @@ func (m *Manager) pickParent(ctx context.Context, repo *s3chain.Repo, ref target
 	})
 	for _, s := range snaps {
 		rec := Of(s)
-		r, err := ParseBackupID(rec.BackupRef)
+		r, err := rec.BackupRef.Ref()
 		if err != nil || s.ID == self || rec.Upload != Uploaded || !SameChain(r, ref.Target, ref.Chain) {
 			continue
 		}

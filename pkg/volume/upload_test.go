@@ -64,7 +64,7 @@ func (e *uploadEnv) snapshot(t *testing.T, id string) (backend.LVol, target.Ref)
 	t.Helper()
 	ref := target.Ref{Target: "t", Chain: "ns/pvc", Backup: id}
 	snap, err := e.m.CreateSnapshot(e.ctx, backend.CreateOptions{Name: "snap-" + id, SourceID: e.vol.ID},
-		Record{AccessType: AccessBlock, Hidden: true, BackupRef: BackupID(ref), Upload: Uploading, Unreported: true,
+		Record{AccessType: AccessBlock, Hidden: true, BackupRef: IDOf(ref), Upload: Uploading, Unreported: true,
 			BlockSize: s3chain.MinBlockSize})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	bin "encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -175,7 +174,7 @@ func TestBackupOfDiskWithMountedPartition(t *testing.T) {
 	c := &ctl{t: t}
 	g := []string{"--state-dir", filepath.Join(dir, "state")}
 	img := blank(t, filepath.Join(dir, "disk.img"))
-	writeMBR(t, img, 2048, imageSize/512-2048)
+	testutil.WriteMBR(t, img, testutil.Partition{Start: 2048, Sectors: imageSize/512 - 2048})
 	dev := testutil.Run(t, "losetup", "--find", "--show", "--partscan", img)
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 	partNode(t, dev+"p1")
@@ -191,26 +190,6 @@ func TestBackupOfDiskWithMountedPartition(t *testing.T) {
 	c.ok(append(g, "backup", "create", "--from", dev, "--chain", "lab/disk", "--freeze")...)
 	testutil.Run(t, "fsfreeze", "--freeze", mnt) // fails if still frozen
 	testutil.Run(t, "fsfreeze", "--unfreeze", mnt)
-}
-
-// writeMBR writes a DOS partition table with one Linux partition of n
-// sectors from sector start into img (no sfdisk on every machine).
-func writeMBR(t *testing.T, img string, start, n uint32) {
-	t.Helper()
-	mbr := make([]byte, 512)
-	e := mbr[446:462]
-	e[4] = 0x83 // Linux
-	bin.LittleEndian.PutUint32(e[8:], start)
-	bin.LittleEndian.PutUint32(e[12:], n)
-	mbr[510], mbr[511] = 0x55, 0xaa
-	f, err := os.OpenFile(img, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt(mbr, 0); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // partNode makes sure partition part (/dev/loopNp1, the first) and its

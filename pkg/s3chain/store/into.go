@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/minio/minio-go/v7"
 )
 
 // intoGetter is a Store that can read an object into the caller's
@@ -42,12 +40,9 @@ func (r *retryStore) getMaxInto(ctx context.Context, key string, maxBytes int64,
 // getMaxInto is s3Store.GetMax into buf: one GET whose Content-Length is
 // checked against maxBytes before anything is read.
 func (s *s3Store) getMaxInto(ctx context.Context, key string, maxBytes int64, buf []byte) ([]byte, error) {
-	if err := checkKey(ctx, key); err != nil {
-		return nil, err
-	}
-	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	body, info, err := s.getObject(ctx, key)
 	if err != nil {
-		return nil, translateError("get", key, err)
+		return nil, err
 	}
 	defer body.Close()
 	if info.Size < 0 || info.Size > int64(cap(buf)) {

@@ -48,17 +48,26 @@ func (s *s3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return s.GetMax(ctx, key, maxObjectSize)
 }
 
+// getObject starts one GET of key: Core.GetObject, whose headers give the
+// size (the Object type of minio-go's Client would send a HEAD first).
+// Errors: checkKey's, and the GET's translated (ErrObjectNotFound, ...).
+func (s *s3Store) getObject(ctx context.Context, key string) (io.ReadCloser, minio.ObjectInfo, error) {
+	if err := checkKey(ctx, key); err != nil {
+		return nil, minio.ObjectInfo{}, err
+	}
+	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, info, translateError("get", key, err)
+	}
+	return body, info, nil
+}
+
 // GetMax checks the Content-Length of the GET answer before reading the
 // body, and reads at most maxBytes+1 bytes when the server sends none.
 func (s *s3Store) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
-	if err := checkKey(ctx, key); err != nil {
-		return nil, err
-	}
-	// Core.GetObject is one GET whose headers give the size; the Object
-	// type of minio-go's Client would send a HEAD first.
-	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	body, info, err := s.getObject(ctx, key)
 	if err != nil {
-		return nil, translateError("get", key, err)
+		return nil, err
 	}
 	defer body.Close()
 	if info.Size < 0 { // no Content-Length: read up to the bound and one byte more

@@ -68,14 +68,9 @@ func (m *Mem) Get(ctx context.Context, key string) ([]byte, error) {
 // Errors: store.ErrObjectNotFound, store.ErrObjectTooLarge,
 // store.ErrInvalidKey, ctx.Err().
 func (m *Mem) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
-	if err := check(ctx, key); err != nil {
+	o, err := m.object(ctx, "get", key)
+	if err != nil {
 		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.objs[key]
-	if !ok {
-		return nil, fmt.Errorf("mem get %q: %w", key, store.ErrObjectNotFound)
 	}
 	if size := int64(len(o.data)); size > max(maxBytes, 0) {
 		return nil, fmt.Errorf("mem get %q: %w: %d bytes, bound %d bytes", key, store.ErrObjectTooLarge, size, max(maxBytes, 0))
@@ -106,16 +101,27 @@ func (m *Mem) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 // Stat returns the object's size in bytes and time of its last Put.
 // Errors: store.ErrObjectNotFound, store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
-	if err := check(ctx, key); err != nil {
+	o, err := m.object(ctx, "stat", key)
+	if err != nil {
 		return store.ObjectInfo{}, err
+	}
+	return store.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+}
+
+// object returns key's object as it is now (its data is never changed in
+// place: Put stores a new copy). Errors: store.ErrObjectNotFound naming
+// op, store.ErrInvalidKey, ctx.Err().
+func (m *Mem) object(ctx context.Context, op, key string) (memObject, error) {
+	if err := check(ctx, key); err != nil {
+		return memObject{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objs[key]
 	if !ok {
-		return store.ObjectInfo{}, fmt.Errorf("mem stat %q: %w", key, store.ErrObjectNotFound)
+		return memObject{}, fmt.Errorf("mem %s %q: %w", op, key, store.ErrObjectNotFound)
 	}
-	return store.ObjectInfo{Key: key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+	return o, nil
 }
 
 // Delete removes key; a missing key is not an error.

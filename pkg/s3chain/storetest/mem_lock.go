@@ -76,16 +76,8 @@ func (m *Mem) BucketLock(ctx context.Context) (store.BucketLock, error) {
 // Retention returns key's retention. Errors: store.ErrObjectNotFound,
 // store.ErrInvalidKey, ctx.Err().
 func (m *Mem) Retention(ctx context.Context, key string) (store.Retention, error) {
-	if err := check(ctx, key); err != nil {
-		return store.Retention{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.objs[key]
-	if !ok {
-		return store.Retention{}, fmt.Errorf("mem retention %q: %w", key, store.ErrObjectNotFound)
-	}
-	return o.ret, nil
+	o, err := m.object(ctx, "retention", key)
+	return o.ret, err
 }
 
 // Retain extends key's retention to r; a retention that covers r already
