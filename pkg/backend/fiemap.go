@@ -1,13 +1,6 @@
 package backend
 
-import (
-	"encoding/binary"
-	"fmt"
-	"os"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-)
+import "os"
 
 // FIEMAP ioctl (Documentation/filesystems/fiemap.rst, linux/fiemap.h);
 // golang.org/x/sys/unix has no wrapper. pkg/s3chain has its own copy:
@@ -29,33 +22,14 @@ type physRange struct{ start, end int64 }
 // filesystem flags shared (FIEMAP_EXTENT_SHARED), without flushing delayed
 // allocations: those are new blocks, never shared.
 func sharedExtents(f *os.File) ([]physRange, error) {
-	buf := make([]byte, fiemapHdrLen+fiemapBatch*fiemapExtLen)
-	le := binary.LittleEndian
 	var out []physRange
-	for pos := int64(0); ; {
-		clear(buf[:fiemapHdrLen])
-		le.PutUint64(buf[0:], uint64(pos))
-		le.PutUint64(buf[8:], ^uint64(0)-uint64(pos))
-		le.PutUint32(buf[24:], fiemapBatch)
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0])))
-		if errno != 0 {
-			return nil, fmt.Errorf("FIEMAP %s: %w", f.Name(), errno)
+	err := fiemapWalk(f, 0, func(_, phys, length int64, flags uint32) {
+		if flags&extentShared != 0 && flags&extentUnknown == 0 {
+			out = append(out, physRange{phys, phys + length})
 		}
-		n := int(le.Uint32(buf[20:]))
-		if n == 0 {
-			return out, nil
-		}
-		for i := range n {
-			e := buf[fiemapHdrLen+i*fiemapExtLen:]
-			logical, phys, length := int64(le.Uint64(e[0:])), int64(le.Uint64(e[8:])), int64(le.Uint64(e[16:]))
-			flags := le.Uint32(e[40:])
-			if flags&extentShared != 0 && flags&extentUnknown == 0 {
-				out = append(out, physRange{phys, phys + length})
-			}
-			pos = logical + length
-			if flags&extentLast != 0 {
-				return out, nil
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

@@ -133,6 +133,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	csi.RegisterControllerServer(srv, d.controllerService())
 	csi.RegisterNodeServer(srv, d.node)
 	csi.RegisterGroupControllerServer(srv, d.groups) // group_snapshot.go
+	csi.RegisterSnapshotMetadataServer(srv, &snapshotMetadata{pool: d.pool, vols: d.vols})
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
 	var serveErr error
 	served := make(chan struct{}) // closed when Serve returns
