@@ -16,7 +16,8 @@ import (
 
 // metaSource is one snapshot the SnapshotMetadata service answers about:
 // a local snapshot lvol (its data file's extents; its image too when it is
-// a backup's uploaded base) or a backup (its image, from its manifests).
+// a backup's uploaded base) or a backup (its image, from its manifests;
+// its extents too when this node keeps its base).
 type metaSource struct {
 	id   string
 	size int64 // the volume's size at the snapshot, bytes
@@ -41,7 +42,15 @@ func (s *snapshotMetadata) source(ctx context.Context, id string, secrets map[st
 		if err != nil {
 			return metaSource{}, metadataError("snapshot "+id, err)
 		}
-		return metaSource{id: id, size: im.SizeBytes, image: im, ref: ref}, nil
+		src := metaSource{id: id, size: im.SizeBytes, image: im, ref: ref}
+		// This node's base of the backup, if it still has one: its
+		// extents compare with the volume's local snapshots.
+		if lv, err := s.vols.SnapshotOfBackup(ctx, id); err == nil && volume.Of(lv).Upload == volume.Uploaded && lv.SizeBytes == im.SizeBytes {
+			if path, err := s.pool.DataPath(lv.ID); err == nil {
+				src.local, src.path = lv, path
+			}
+		}
+		return src, nil
 	}
 	lv, err := s.pool.Get(ctx, id)
 	if err == nil && (lv.Kind != backend.KindSnapshot || volume.Of(lv).Hidden) {
@@ -87,7 +96,7 @@ func (m metaSource) allocated(start int64) (answer, error) {
 	if err := checkOffset(start, m.size); err != nil {
 		return answer{}, err
 	}
-	if m.local.ID == "" {
+	if m.image != nil && m.ref.Target != "" { // a backup: its manifest, whatever this node keeps
 		return imageAnswer(imageAllocated(m.image), m.image, start), nil
 	}
 	exts, err := m.extents()
@@ -111,43 +120,58 @@ func imageAnswer(spans []span, im *s3chain.Image, start int64) answer {
 }
 
 // delta is the answer of GetMetadataDelta from start, the capacity the
-// target's: two local snapshots of one volume by extents (on a pool with
-// reflinks, where a snapshot's unchanged extents are the volume's), else
-// two images of one chain by digests. Errors: ClassInvalid refusals for
-// snapshots of two volumes or chains, volume.ErrNoDelta, those of
-// checkOffset and extents.
+// target's: two images of one chain by digests (two backups), else two
+// local snapshots of one volume by extents (a backup counts when this node
+// keeps its base), on a pool with reflinks, where a snapshot's unchanged
+// extents are the volume's. Errors: ClassInvalid refusals for snapshots
+// of two volumes or chains, volume.ErrNoDelta when neither compares the
+// pair, those of checkOffset and extents.
 func delta(base, tgt metaSource, reflink bool, start int64) (answer, error) {
 	if err := checkOffset(start, tgt.size); err != nil {
 		return answer{}, err
 	}
-	if base.local.ID != "" && tgt.local.ID != "" {
-		if base.local.SourceID != tgt.local.SourceID {
-			return answer{}, volume.Refuse(volume.ClassInvalid, "base snapshot %s is of volume %s, target snapshot %s of volume %s: a delta compares two snapshots of one volume",
-				base.id, base.local.SourceID, tgt.id, tgt.local.SourceID)
-		}
-		if !reflink {
-			return answer{}, fmt.Errorf("%w: the pool has no reflinks, so its snapshots share no extent; copy snapshot %s whole", volume.ErrNoDelta, tgt.id)
-		}
-		a, err := base.extents()
-		if err != nil {
-			return answer{}, err
-		}
-		b, err := tgt.extents()
-		if err != nil {
-			return answer{}, err
-		}
-		return answer{spans: fromOffset(extentsDelta(a, b, tgt.size), start, true),
-			kind: csi.BlockMetadataType_VARIABLE_LENGTH, capacity: tgt.size}, nil
+	switch {
+	case base.image != nil && tgt.image != nil:
+		return imagesAnswer(base, tgt, start)
+	case base.local.ID != "" && tgt.local.ID != "":
+		return extentsAnswer(base, tgt, reflink, start)
 	}
-	for _, m := range []metaSource{base, tgt} {
-		if m.image == nil {
-			return answer{}, fmt.Errorf("%w: local snapshot %s is known by no block digests (it is no backup's base) and the other is a backup; copy snapshot %s whole", volume.ErrNoDelta, m.id, tgt.id)
-		}
+	missing := base
+	if missing.image != nil || missing.local.ID != "" {
+		missing = tgt
 	}
+	return answer{}, fmt.Errorf("%w: snapshot %s is known by no block digests (no backup, nor a backup's base) and the other by no local extents (this node keeps no base of it); copy snapshot %s whole",
+		volume.ErrNoDelta, missing.id, tgt.id)
+}
+
+// imagesAnswer is the delta of two images of one chain by their digests.
+func imagesAnswer(base, tgt metaSource, start int64) (answer, error) {
 	if base.image.Chain != tgt.image.Chain || base.image.BlockSize != tgt.image.BlockSize ||
 		(base.ref.Target != "" && tgt.ref.Target != "" && base.ref.Target != tgt.ref.Target) {
 		return answer{}, volume.Refuse(volume.ClassInvalid, "base snapshot %s is of chain %s, target snapshot %s of chain %s: a delta compares two snapshots of one volume or chain",
 			base.id, base.image.Chain, tgt.id, tgt.image.Chain)
 	}
 	return imageAnswer(imagesDelta(base.image, tgt.image), tgt.image, start), nil
+}
+
+// extentsAnswer is the delta of two local snapshots of one volume by
+// their extents.
+func extentsAnswer(base, tgt metaSource, reflink bool, start int64) (answer, error) {
+	if base.local.SourceID != tgt.local.SourceID {
+		return answer{}, volume.Refuse(volume.ClassInvalid, "base snapshot %s is of volume %s, target snapshot %s of volume %s: a delta compares two snapshots of one volume",
+			base.id, base.local.SourceID, tgt.id, tgt.local.SourceID)
+	}
+	if !reflink {
+		return answer{}, fmt.Errorf("%w: the pool has no reflinks, so its snapshots share no extent; copy snapshot %s whole", volume.ErrNoDelta, tgt.id)
+	}
+	a, err := base.extents()
+	if err != nil {
+		return answer{}, err
+	}
+	b, err := tgt.extents()
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{spans: fromOffset(extentsDelta(a, b, tgt.size), start, true),
+		kind: csi.BlockMetadataType_VARIABLE_LENGTH, capacity: tgt.size}, nil
 }

@@ -20,7 +20,8 @@ import (
 // (VARIABLE_LENGTH, from FIEMAP); their delta after random writes covers
 // every changed byte and at most 2× them; paging by max_results and a
 // starting_offset in the middle resume exactly; a cancelled stream leaves
-// no handler running; every error code of the spec's tables.
+// no handler running; every error code of the spec's tables; a backup
+// whose base the node keeps compares with local snapshots by extents.
 func TestSnapshotMetadataLocalBlock(t *testing.T) {
 	e := startMetaEnv(t, nil, "")
 	seed := time.Now().UnixNano()
@@ -88,9 +89,15 @@ func TestSnapshotMetadataLocalBlock(t *testing.T) {
 	wantStreamCode(t, err, codes.NotFound)
 	_, err = e.delta(s1, s2, size+1, 0)
 	wantStreamCode(t, err, codes.OutOfRange)
+	// A backup whose base this node keeps compares with the volume's local
+	// snapshots by extents: taken with no write since s2, it holds s2's.
 	b := e.snapshot("backup-of-a", vol, true)
-	_, err = e.delta(s1, b, 0, 0)
-	wantStreamCode(t, err, codes.FailedPrecondition, "digests")
+	if same, err := e.delta(s2, b, 0, 0); err != nil || len(same.ranges) != 0 {
+		t.Errorf("delta from %s to backup %s of the same bytes: %d ranges, %v", s2, b, len(same.ranges), err)
+	}
+	if mixed, err := e.delta(s1, b, 0, 0); err != nil || !equalRanges(mixed.ranges, d.ranges) {
+		t.Errorf("delta from %s to backup %s: %d ranges, %v; want the %d of %s to %s", s1, b, len(mixed.ranges), err, len(d.ranges), s1, s2)
+	}
 }
 
 func (e *metaEnv) allocatedErr(id string) error { return e.allocatedAt(id, 0, 0) }
