@@ -20,12 +20,13 @@ import (
 // envEndpoint overrides the default of --endpoint.
 const envEndpoint = "CHAINVOL_CSI_ENDPOINT"
 
-// csiClient is a connection to the driver's socket with its three services.
+// csiClient is a connection to the driver's socket with its services.
 type csiClient struct {
 	conn     *grpc.ClientConn
 	identity csi.IdentityClient
 	ctrl     csi.ControllerClient
 	node     csi.NodeClient
+	meta     csi.SnapshotMetadataClient
 }
 
 // csiFlags are the flags shared by every csi subcommand.
@@ -57,7 +58,7 @@ volumes are local to the node that serves the socket.`,
 	pf.StringVar(&f.endpoint, "endpoint", def, "the driver's CSI endpoint, unix:///path (env "+envEndpoint+")")
 	pf.DurationVar(&f.timeout, "timeout", 2*time.Minute, "timeout of each CSI call")
 	cmd.AddCommand(a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIGroupCmd(f), a.newCSIStageCmd(f),
-		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f))
+		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f), a.newCSIMetadataCmd(f))
 	return cmd
 }
 
@@ -72,7 +73,7 @@ func (f *csiFlags) dial() (*csiClient, error) {
 		return nil, fmt.Errorf("connect to %s: %w", f.endpoint, err)
 	}
 	return &csiClient{conn: conn, identity: csi.NewIdentityClient(conn), ctrl: csi.NewControllerClient(conn),
-		node: csi.NewNodeClient(conn)}, nil
+		node: csi.NewNodeClient(conn), meta: csi.NewSnapshotMetadataClient(conn)}, nil
 }
 
 // call runs one CSI call with the per-call timeout; fn gets the client.
