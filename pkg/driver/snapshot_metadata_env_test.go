@@ -23,21 +23,33 @@ import (
 // reflink XFS loop filesystem, with gRPC clients, as the
 // external-snapshot-metadata sidecar and the provisioner reach it.
 type metaEnv struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	pool *backend.FilePool
 	conn *grpc.ClientConn
 	ctl  csi.ControllerClient
 	meta csi.SnapshotMetadataClient
+	// state is the driver's state directory (the embedded target's
+	// backups are in its backups/).
+	state string
 }
+
+// stateBackups is the directory of the embedded default target.
+func (e *metaEnv) stateBackups() string { return filepath.Join(e.state, "backups") }
 
 // startMetaEnv starts a driver on a fresh pool; targets are its
 // -backup-target list (nil: the embedded file target), creds its
 // credentials file.
-func startMetaEnv(t *testing.T, targets []string, creds string) *metaEnv {
+func startMetaEnv(t testing.TB, targets []string, creds string) *metaEnv {
+	t.Helper()
+	return startMetaEnvOn(t, 4<<30, targets, creds)
+}
+
+// startMetaEnvOn is startMetaEnv on a pool filesystem of fsSize bytes.
+func startMetaEnvOn(t testing.TB, fsSize int64, targets []string, creds string) *metaEnv {
 	t.Helper()
 	testutil.RequireRoot(t)
-	fs := testutil.LoopFS(t, "xfs", 4<<30)
+	fs := testutil.LoopFS(t, "xfs", fsSize)
 	pool, err := backend.Open(filepath.Join(fs, "pool"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +75,7 @@ func startMetaEnv(t *testing.T, targets []string, creds string) *metaEnv {
 		pool.Close()
 	})
 	e := &metaEnv{t: t, ctx: context.Background(), pool: pool, conn: conn,
-		ctl: csi.NewControllerClient(conn), meta: csi.NewSnapshotMetadataClient(conn)}
+		ctl: csi.NewControllerClient(conn), meta: csi.NewSnapshotMetadataClient(conn), state: opts.StateDir}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := csi.NewIdentityClient(conn).Probe(e.ctx, &csi.ProbeRequest{}); err == nil {
 			return e
@@ -75,7 +87,7 @@ func startMetaEnv(t *testing.T, targets []string, creds string) *metaEnv {
 
 // s3Opts starts versitygw and returns a -backup-target list naming it
 // and its credentials file.
-func s3Opts(t *testing.T) ([]string, string) {
+func s3Opts(t testing.TB) ([]string, string) {
 	t.Helper()
 	srv := testutil.StartS3(t)
 	creds := filepath.Join(t.TempDir(), "creds")
@@ -180,7 +192,7 @@ func recvAll[T interface {
 	GetBlockMetadataType() csi.BlockMetadataType
 	GetVolumeCapacityBytes() int64
 	GetBlockMetadata() []*csi.BlockMetadata
-}](t *testing.T, recv func() (T, error), maxResults int32) (metaStream, error) {
+}](t testing.TB, recv func() (T, error), maxResults int32) (metaStream, error) {
 	t.Helper()
 	var s metaStream
 	for {
