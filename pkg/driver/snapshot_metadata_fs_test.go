@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 // and of an XFS volume, formatted and filled by NodeStageVolume and file
 // writes, answers allocated ranges that cover every non-zero 4 KiB block
 // of its image and at most 1.5× the non-zero bytes, and a delta after
-// more files that covers every changed byte and at most 2× them.
+// more files that covers every changed byte and at most 2× them; the
+// snapshot clones as a Block volume holding its exact bytes.
 func TestSnapshotMetadataFilesystems(t *testing.T) {
 	e := startMetaEnv(t, nil, "")
 	node := csi.NewNodeClient(e.conn)
@@ -53,6 +55,14 @@ func TestSnapshotMetadataFilesystems(t *testing.T) {
 			t.Logf("allocated: %d ranges, %d bytes for %d non-zero", len(a.ranges), got, need)
 			if float64(got) > 1.5*float64(need) {
 				t.Errorf("allocated covers %d bytes for %d non-zero bytes (> 1.5×)", got, need)
+			}
+			// The filesystem snapshot as a Block volume: its exact bytes.
+			clone, err := e.ctl.CreateVolume(e.ctx, &csi.CreateVolumeRequest{Name: "block-of-" + fs, VolumeCapabilities: []*csi.VolumeCapability{blockCap(snw)},
+				CapacityRange:       &csi.CapacityRange{RequiredBytes: size},
+				VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: s2}}}})
+			mustOK(t, err)
+			if got := e.data(clone.GetVolume().GetVolumeId()); !bytes.Equal(got, img2) {
+				t.Errorf("block volume from %s snapshot %s (%d bytes) does not hold its %d bytes", fs, s2, len(got), len(img2))
 			}
 			d, err := e.delta(s1, s2, 0, 0)
 			mustOK(t, err)

@@ -89,6 +89,12 @@ func TestSnapshotMetadataLocalBlock(t *testing.T) {
 	wantStreamCode(t, err, codes.NotFound)
 	_, err = e.delta(s1, s2, size+1, 0)
 	wantStreamCode(t, err, codes.OutOfRange)
+	// A Block snapshot holding no filesystem does not clone with mount
+	// access: the node would format over its bytes.
+	_, err = e.ctl.CreateVolume(e.ctx, &csi.CreateVolumeRequest{Name: "as-mount", VolumeCapabilities: []*csi.VolumeCapability{mountCap("", snw)},
+		VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: s1}}}})
+	wantCode(t, err, codes.InvalidArgument, "block access")
+
 	// A backup whose base this node keeps compares with the volume's local
 	// snapshots by extents: taken with no write since s2, it holds s2's.
 	b := e.snapshot("backup-of-a", vol, true)

@@ -98,8 +98,9 @@ func restoredSize(required, limit int64, man *s3chain.Manifest) (int64, error) {
 // bytes, what KEP-3314's consumers read changed ranges from; Kubernetes
 // gates that volume mode change itself, KEP-3141's
 // snapshot.storage.kubernetes.io/allow-volume-mode-change annotation).
-// Mount access needs a filesystem: a Block volume's backup mounts only when
-// a filesystem was found on it (Manifest.FSType), of the requested type.
+// Mount access needs a filesystem (CheckModeChange): a Block volume's
+// backup mounts only when a filesystem was found on it (Manifest.FSType),
+// of the requested type.
 func checkRestoredType(rec Record, man *s3chain.Manifest) error {
 	mode, err := s3chain.NormalizeVolumeMode(man.VolumeMode)
 	if err != nil {
@@ -108,8 +109,12 @@ func checkRestoredType(rec Record, man *s3chain.Manifest) error {
 	if rec.AccessType == AccessBlock {
 		return nil
 	}
-	if mode == s3chain.VolumeModeBlock && man.FSType == "" {
-		return Refuse(ClassInvalid, "backup %s is a Block volume holding no filesystem chainvol knows, but the request asks for %s access; restore it with block access", man.ID, rec.AccessType)
+	srcAccess := AccessMount
+	if mode == s3chain.VolumeModeBlock {
+		srcAccess = AccessBlock
+	}
+	if err := CheckModeChange(srcAccess, rec.AccessType, man.FSType, "backup "+man.ID); err != nil {
+		return err
 	}
 	_, err = SettleFSType(rec.FSType, man.FSType, "backup "+man.ID)
 	return err
