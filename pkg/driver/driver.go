@@ -128,7 +128,8 @@ func (d *Driver) Run(ctx context.Context) error {
 	// WaitForHandlers: Stop waits for the handlers it cancels, so that a
 	// call's deferred lease release runs before the process exits.
 	srv := grpc.NewServer(grpc.WaitForHandlers(true),
-		grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
+		grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor),
+		grpc.ChainStreamInterceptor(d.metrics.grpc.StreamServerInterceptor(), streamInterceptor))
 	csi.RegisterIdentityServer(srv, d.identity)
 	csi.RegisterControllerServer(srv, d.controllerService())
 	csi.RegisterNodeServer(srv, d.node)
