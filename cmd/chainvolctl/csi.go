@@ -20,13 +20,14 @@ import (
 // envEndpoint overrides the default of --endpoint.
 const envEndpoint = "CHAINVOL_CSI_ENDPOINT"
 
-// csiClient is a connection to the driver's socket with its four services.
+// csiClient is a connection to the driver's socket with its services.
 type csiClient struct {
 	conn     *grpc.ClientConn
 	identity csi.IdentityClient
 	ctrl     csi.ControllerClient
 	node     csi.NodeClient
 	group    csi.GroupControllerClient
+	meta     csi.SnapshotMetadataClient
 }
 
 // csiFlags are the flags shared by every csi subcommand.
@@ -49,7 +50,7 @@ volumes are local to the node that serves the socket.`,
   chainvolctl csi volume create data --size 1Gi --fs-type ext4 -q
   chainvolctl csi volume create restored --size 1Gi --param fromBackup=demo/data@latest --wait`,
 	}, a.newCSIInfoCmd(f), a.newCSIVolumeCmd(f), a.newCSISnapshotCmd(f), a.newCSIGroupCmd(f), a.newCSIStageCmd(f),
-		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f))
+		a.newCSIUnstageCmd(f), a.newCSIPublishCmd(f), a.newCSIUnpublishCmd(f), a.newCSIStatsCmd(f), a.newCSIMetadataCmd(f))
 	def := os.Getenv(envEndpoint)
 	if def == "" {
 		def = "unix:///csi/csi.sock"
@@ -71,7 +72,8 @@ func (f *csiFlags) dial() (*csiClient, error) {
 		return nil, fmt.Errorf("connect to %s: %w", f.endpoint, err)
 	}
 	return &csiClient{conn: conn, identity: csi.NewIdentityClient(conn), ctrl: csi.NewControllerClient(conn),
-		node: csi.NewNodeClient(conn), group: csi.NewGroupControllerClient(conn)}, nil
+		node: csi.NewNodeClient(conn), group: csi.NewGroupControllerClient(conn),
+		meta: csi.NewSnapshotMetadataClient(conn)}, nil
 }
 
 // call runs one CSI call with the per-call timeout; fn gets the client.

@@ -58,7 +58,7 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, volumeError("", err)
 	}
-	if vr.fsType, err = d.cloneFSType(ctx, vr.fsType, src); err != nil {
+	if vr.fsType, err = d.cloneFSType(ctx, vr, src); err != nil {
 		return nil, volumeError("", err)
 	}
 	size, err := sizeFor(req.GetCapacityRange(), max(src.SizeBytes, minFSSize[vr.fsType]))
@@ -166,13 +166,19 @@ func (vr volumeRequest) want(srcID string, r *csi.CapacityRange) volume.Want {
 }
 
 // cloneFSType settles the filesystem type of a clone of src (the zero
-// LVol for an empty volume) by settleFSType.
-func (d *controller) cloneFSType(ctx context.Context, requested string, src backend.LVol) (string, error) {
+// LVol for an empty volume) by settleFSType, after the rule for a change
+// of access type (volume.CheckModeChange: a Block source mounts only when
+// it holds a filesystem).
+func (d *controller) cloneFSType(ctx context.Context, vr volumeRequest, src backend.LVol) (string, error) {
 	fs, err := d.sourceFSType(ctx, src)
 	if err != nil {
 		return "", err
 	}
-	return settleFSType(requested, fs, string(src.Kind)+" "+src.ID)
+	what := string(src.Kind) + " " + src.ID
+	if err := volume.CheckModeChange(volume.Of(src).AccessType, vr.access, fs, what); err != nil {
+		return "", volumeError("", err)
+	}
+	return settleFSType(vr.fsType, fs, what)
 }
 
 // volumeRecord is the record of a new volume. A clone inherits its

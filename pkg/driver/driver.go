@@ -129,11 +129,13 @@ func (d *Driver) Run(ctx context.Context) error {
 	// WaitForHandlers: Stop waits for the handlers it cancels, so that a
 	// call's deferred lease release runs before the process exits.
 	srv := grpc.NewServer(grpc.WaitForHandlers(true),
-		grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor))
+		grpc.ChainUnaryInterceptor(d.logInterceptor, recoverInterceptor, checkIDsInterceptor),
+		grpc.ChainStreamInterceptor(d.metrics.grpc.StreamServerInterceptor(), streamInterceptor))
 	csi.RegisterIdentityServer(srv, d.identity)
 	csi.RegisterControllerServer(srv, d.controllerService())
 	csi.RegisterNodeServer(srv, d.node)
 	csi.RegisterGroupControllerServer(srv, d.groups) // group_snapshot.go
+	csi.RegisterSnapshotMetadataServer(srv, &snapshotMetadata{pool: d.pool, vols: d.vols})
 	klog.InfoS("serving CSI", "endpoint", d.opts.Endpoint, "driver", d.opts.DriverName, "node", d.opts.NodeID, "reflink", d.pool.Reflink())
 	var serveErr error
 	served := make(chan struct{}) // closed when Serve returns

@@ -11,9 +11,10 @@ import (
 // errors (backend.Err*, s3chain.Err*, target.Err*, volume.Err*); each RPC
 // family maps them with one function: volumeError (controller volume RPCs:
 // CreateVolume ... ControllerExpandVolume, capacity, health), snapshotError
-// (CreateSnapshot ... ListSnapshots, group snapshots) and nodeError (node
-// RPCs). A status made earlier (request validation, a rule with its own
-// message) passes through them unchanged.
+// (CreateSnapshot ... ListSnapshots, group snapshots), metadataError
+// (SnapshotMetadata) and nodeError (node RPCs). A status made earlier
+// (request validation, a rule with its own message) passes through them
+// unchanged.
 
 // volumeError is the status of err in a controller volume RPC: familyCode
 // (a volume a restore still fills, volume.ErrNotReady, is NotFound: it does
@@ -23,6 +24,13 @@ func volumeError(doing string, err error) error { return toStatus(doing, err, fa
 // snapshotError is the status of err in a snapshot RPC: familyCode (a
 // snapshot id that names nothing, errNoSnapshot, is NotFound).
 func snapshotError(doing string, err error) error { return toStatus(doing, err, familyCode) }
+
+// metadataError is the status of err in a SnapshotMetadata RPC
+// (snapshot_metadata.go): familyCode (CSI spec "GetMetadataAllocated
+// Errors", "GetMetadataDelta Errors": a snapshot that does not exist is
+// NotFound, a pair without changed block tracking, volume.ErrNoDelta,
+// FailedPrecondition, a starting_offset past the volume OutOfRange).
+func metadataError(doing string, err error) error { return toStatus(doing, err, familyCode) }
 
 // nodeError is the status of err in a node RPC: familyCode. (A volume a
 // restore still fills is refused by stageable with Unavailable first.)
@@ -51,6 +59,7 @@ var classCodes = map[volume.Class]codes.Code{
 	volume.ClassTooLarge:     codes.FailedPrecondition,
 	volume.ClassOwned:        codes.FailedPrecondition,
 	volume.ClassRetained:     codes.FailedPrecondition,
+	volume.ClassUntracked:    codes.FailedPrecondition,
 	volume.ClassInvalid:      codes.InvalidArgument,
 	volume.ClassNotFound:     codes.NotFound,
 	volume.ClassDenied:       codes.PermissionDenied,

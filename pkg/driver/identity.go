@@ -19,8 +19,9 @@ func (d *identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*c
 		Manifest: map[string]string{"commit": v.Commit, "goVersion": v.GoVersion}}, nil
 }
 
-// GetPluginCapabilities advertises the controller service and topology
-// constraints (volumes are node-local) (CSI spec "GetPluginCapabilities").
+// GetPluginCapabilities advertises the controller, group controller and
+// snapshot metadata services and topology constraints (volumes are
+// node-local) (CSI spec "GetPluginCapabilities").
 func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	svc := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
 		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
@@ -29,6 +30,7 @@ func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabili
 		svc(csi.PluginCapability_Service_CONTROLLER_SERVICE),
 		svc(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE), // group_snapshot.go
 		svc(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+		svc(csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE), // snapshot_metadata.go
 		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
 			Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
 	}}, nil

@@ -29,6 +29,7 @@ const (
 	ClassTooLarge    Class = "too-large"    // the volume outgrew its chain: FailedPrecondition, permanent
 	ClassOwned       Class = "owned"        // another cluster's chain: FailedPrecondition, permanent
 	ClassRetained    Class = "retained"     // deleting a backup under Object Lock retention, until its date: FailedPrecondition
+	ClassUntracked   Class = "untracked"    // no changed block tracking for a snapshot pair (ErrNoDelta): FailedPrecondition
 	ClassInvalid     Class = "invalid"      // bad reference, target, secret, chain, key, option: InvalidArgument, permanent
 	ClassNotFound    Class = "not-found"    // no such backup or lvol: NotFound
 	ClassDenied      Class = "denied"       // the target refuses access: PermissionDenied, permanent
@@ -68,6 +69,7 @@ var classes = []struct {
 	{ClassTooLarge, isAny(s3chain.ErrVolumeTooLarge)},
 	{ClassOwned, isAny(s3chain.ErrChainOwned)},
 	{ClassRetained, isAny(s3chain.ErrRetained)},
+	{ClassUntracked, isAny(ErrNoDelta)},
 	{ClassInvalid, isAny(target.ErrBadRef, target.ErrUnknownTarget, target.ErrBadSecret, s3chain.ErrInvalidChain,
 		store.ErrBadTarget, s3chain.ErrWrongKey, s3chain.ErrInvalidOptions)},
 	{ClassNotFound, isAny(s3chain.ErrBackupNotFound, ErrNoBackup)},

@@ -20,6 +20,11 @@ var (
 	// ErrBusy: another operation holds the volume, snapshot or name
 	// (CSI spec "Concurrency": Aborted, the CO retries).
 	ErrBusy = errors.New("an operation on it is already in progress; retry later")
+	// ErrNoDelta: no changed block tracking can compare the two snapshots
+	// (CSI spec "GetMetadataDelta Errors": FailedPrecondition, make a full
+	// copy instead): a local snapshot known by no digest beside a backup,
+	// or a pool without reflinks, whose snapshots share no extent.
+	ErrNoDelta = errors.New("changed block tracking cannot compare these snapshots")
 )
 
 // Permanent reports whether err is one a retry cannot fix

@@ -92,15 +92,29 @@ func restoredSize(required, limit int64, man *s3chain.Manifest) (int64, error) {
 }
 
 // checkRestoredType refuses a request whose capability (rec's access type
-// and fsType) names another filesystem or access type than the backup
-// holds: the node would either fail to mount it or, worse, format over it.
+// and fsType) cannot serve the bytes the backup holds: the node would
+// either fail to mount them or, worse, format over them. Block access
+// serves any backup, a Filesystem volume's too (the filesystem's exact
+// bytes, what KEP-3314's consumers read changed ranges from; Kubernetes
+// gates that volume mode change itself, KEP-3141's
+// snapshot.storage.kubernetes.io/allow-volume-mode-change annotation).
+// Mount access needs a filesystem (CheckModeChange): a Block volume's
+// backup mounts only when a filesystem was found on it (Manifest.FSType),
+// of the requested type.
 func checkRestoredType(rec Record, man *s3chain.Manifest) error {
 	mode, err := s3chain.NormalizeVolumeMode(man.VolumeMode)
 	if err != nil {
 		return Refuse(ClassDamaged, "backup %s: %v", man.ID, err)
 	}
-	if (rec.AccessType == AccessBlock) != (mode == s3chain.VolumeModeBlock) {
-		return Refuse(ClassInvalid, "backup %s is a %s volume but the request asks for %s access", man.ID, man.VolumeMode, rec.AccessType)
+	if rec.AccessType == AccessBlock {
+		return nil
+	}
+	srcAccess := AccessMount
+	if mode == s3chain.VolumeModeBlock {
+		srcAccess = AccessBlock
+	}
+	if err := CheckModeChange(srcAccess, rec.AccessType, man.FSType, "backup "+man.ID); err != nil {
+		return err
 	}
 	_, err = SettleFSType(rec.FSType, man.FSType, "backup "+man.ID)
 	return err

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,7 +14,9 @@ import (
 // TestRestoreRefusals: requests that cannot be served are refused before
 // anything is allocated, with the code the CSI spec asks for: an XFS backup
 // asked for as ext4 (InvalidArgument naming both), a backup that does not
-// exist (NotFound), a capacity below the backup's size (OutOfRange).
+// exist (NotFound), a capacity below the backup's size (OutOfRange), a
+// Block backup holding no filesystem asked for with mount access
+// (InvalidArgument).
 func TestRestoreRefusals(t *testing.T) {
 	s3 := startS3(t)
 	n := startDriver(t, "node-a", s3.opts(s3.url("")))
@@ -35,10 +38,20 @@ func TestRestoreRefusals(t *testing.T) {
 	_, err = n.Ctrl.CreateVolume(rpcCtx(t), restoreReq("too-small", id, size/2, mountCap("")))
 	wantCode(t, "restore into a capacity smaller than the backup", err, codes.OutOfRange)
 
-	_, err = n.Ctrl.CreateVolume(rpcCtx(t), restoreReq("as-block", id, size, blockCap()))
-	wantCode(t, "filesystem backup restored as a block volume", err, codes.InvalidArgument, "block")
+	// A Filesystem backup restores as Block (issue 28: test/cli's
+	// TestSnapshotMetadataApply); a Block backup holding no filesystem
+	// does not mount.
+	raw := createVolume(t, n.Ctrl, "raw-src", 64*mib, blockCap(), nil)
+	rp := stagePublish(t, n.Node, raw.GetVolumeId(), blockCap())
+	writeDevice(t, rp.Path, 28, []int64{0, 32 * mib}, int(mib))
+	unpublishUnstage(t, rp)
+	rawID := backup(t, n.Ctrl, raw.GetVolumeId(), "raw-src-b1", "")
+	_, err = n.Ctrl.CreateVolume(rpcCtx(t), restoreReq("as-mount", rawID, 64*mib, mountCap("")))
+	wantCode(t, "block backup without a filesystem restored with mount access", err, codes.InvalidArgument, "block access")
 
-	onlyVolumes(t, n, vol.GetVolumeId())
+	ids := []string{vol.GetVolumeId(), raw.GetVolumeId()}
+	slices.Sort(ids)
+	onlyVolumes(t, n, ids...)
 }
 
 // onlyVolumes fails the test unless ListVolumes lists exactly ids and the
