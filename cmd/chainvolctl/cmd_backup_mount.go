@@ -49,7 +49,7 @@ image is served lazily through FUSE (each block fetched from the target
 the first time it is read, checked against its digest like any restored
 block, then kept in a cache file under --cache-dir until the end), over a
 read-only loop device, and mounted without journal replay (ext4 "noload",
-XFS "norecovery"). Nothing is written to the target and only the blocks
+XFS "norecovery") and nosuid, nodev, noexec. Nothing is written to the target and only the blocks
 read are fetched. A backup without a filesystem (a block volume) is
 offered as the raw image file DIR/image instead.
 
