@@ -1,7 +1,9 @@
 package backupweb
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -14,8 +16,9 @@ import (
 	"time"
 )
 
-// cookieName carries the token for a browser, set by a ?token= link.
-const cookieName = "chainvol_token"
+// cookiePrefix starts the name of the cookie that carries the token for a
+// browser, set by a ?token= link (cookieName).
+const cookiePrefix = "chainvol_token_"
 
 // Handler serves the tree under root, read-only. Every request must carry
 // the token: "Authorization: Bearer TOKEN", the cookie a "?token=TOKEN"
@@ -51,9 +54,11 @@ func (h *Handler) Idle() time.Duration {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// The first URL holds the token: no page of it names it to another site.
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	if t := r.URL.Query().Get("token"); t != "" && h.valid(t) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: h.cookieName(), Value: t, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
 		q.Del("token")
 		u := *r.URL
@@ -105,7 +110,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && h.valid(a) {
 		return true
 	}
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(h.cookieName())
 	return err == nil && h.valid(c.Value)
 }
 
@@ -199,10 +204,11 @@ var dirPage = template.Must(template.New("dir").Parse(`<!doctype html>
 `))
 
 // serveDir lists a directory; a URL without its trailing slash is
-// redirected to it so that relative links work.
+// redirected to it so that relative links work (to the escaped path: a
+// name may hold "?", "#" or "%").
 func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) {
 	if !strings.HasSuffix(r.URL.Path, "/") {
-		http.Redirect(w, r, path.Base(r.URL.Path)+"/", http.StatusMovedPermanently)
+		http.Redirect(w, r, r.URL.EscapedPath()+"/", http.StatusMovedPermanently)
 		return
 	}
 	d, err := h.root.Open(name)
@@ -219,7 +225,8 @@ func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) 
 	sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
 	var rows []entry
 	for _, de := range des {
-		e := entry{Name: de.Name(), Href: urlEscape(de.Name()), Dir: de.IsDir()}
+		// "./": a name with a colon ("http:x") is a path, not a scheme.
+		e := entry{Name: de.Name(), Href: "./" + urlEscape(de.Name()), Dir: de.IsDir()}
 		if de.IsDir() {
 			e.Href += "/"
 		}
@@ -237,4 +244,13 @@ func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	p := strings.TrimPrefix(name, ".")
 	_ = dirPage.Execute(w, map[string]any{"Title": h.title, "Path": p, "Parent": name != ".", "Entries": rows})
+}
+
+// cookieName is the name of h's cookie: cookies ignore the port (RFC 6265
+// §8.5), so two servers on one host each need their own name, else the
+// second login replaces the first's cookie. The name holds a hash of the
+// token, which reveals nothing of it.
+func (h *Handler) cookieName() string {
+	sum := sha256.Sum256([]byte(h.token))
+	return cookiePrefix + hex.EncodeToString(sum[:6])
 }

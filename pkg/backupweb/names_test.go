@@ -1,0 +1,77 @@
+package backupweb
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOddNames: directories whose names hold URL delimiters ("?", "#",
+// "%") are reached through their redirect and their links, and a name
+// that looks like a URL scheme ("http:evil.example") links to itself,
+// never to another site.
+func TestOddNames(t *testing.T) {
+	c, _, _ := newClient(t)
+	root := c.root
+	for _, d := range []string{"sub/q?x", "h#x", "pc%41"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, d, "inner"), []byte("in "+d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "http:evil.example"), []byte("scheme"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, loc string }{
+		{"/sub/q%3Fx", "/sub/q%3Fx/"}, {"/h%23x", "/h%23x/"}, {"/pc%2541", "/pc%2541/"},
+	} {
+		resp, _ := c.get(tc.path, c.auth())
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != tc.loc {
+			t.Errorf("%s: %d to %q, want 301 to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.loc)
+			continue
+		}
+		if resp, body := c.get(tc.loc, c.auth()); resp.StatusCode != 200 || !strings.Contains(string(body), `href="./inner"`) {
+			t.Errorf("%s: %d\n%s", tc.loc, resp.StatusCode, body)
+		}
+	}
+	_, body := c.get("/", c.auth())
+	if page := string(body); strings.Contains(page, `href="http:`) || !strings.Contains(page, `href="./http:evil.example"`) {
+		t.Errorf("a scheme-like name links away:\n%s", page)
+	}
+	if resp, body := c.get("/http:evil.example", c.auth()); resp.StatusCode != 200 || string(body) != "scheme" {
+		t.Errorf("/http:evil.example: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestCookiePerServer: two servers on one host (cookies ignore the port)
+// keep their own cookies: the second's login does not replace the first's,
+// and neither's cookie opens the other.
+func TestCookiePerServer(t *testing.T) {
+	c1, _, h1 := newClient(t)
+	c2, _, h2 := newClient(t)
+	r1, _ := c1.get("/?token="+c1.token, nil)
+	r2, _ := c2.get("/?token="+c2.token, nil)
+	ck1, ck2 := r1.Cookies(), r2.Cookies()
+	if len(ck1) != 1 || len(ck2) != 1 || ck1[0].Name == ck2[0].Name {
+		t.Fatalf("cookies %v and %v: want one each, of different names", ck1, ck2)
+	}
+	if ck1[0].Name != h1.cookieName() || ck2[0].Name != h2.cookieName() || !ck1[0].HttpOnly || !ck1[0].Secure || ck1[0].SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie %+v", ck1[0])
+	}
+	both := ck1[0].String() + "; " + ck2[0].String()
+	for _, c := range []*client{c1, c2} {
+		if resp, _ := c.get("/", map[string]string{"Cookie": both}); resp.StatusCode != 200 {
+			t.Errorf("with both cookies: %d", resp.StatusCode)
+		}
+	}
+	if resp, _ := c1.get("/", map[string]string{"Cookie": h1.cookieName() + "=" + c2.token}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the other server's token in this one's cookie: %d", resp.StatusCode)
+	}
+	if resp, _ := c1.get("/", c1.auth()); resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("Referrer-Policy %q", resp.Header.Get("Referrer-Policy"))
+	}
+}
