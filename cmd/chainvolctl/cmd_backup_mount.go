@@ -174,15 +174,3 @@ func (a *app) tellMounted(w io.Writer, m *s3chain.Manifest, bw *lazy.Browse, st 
 	fmt.Fprintf(w, "mounted %s@%s (%s, %s) read-only at %s in %.2fs (%d of %d data blocks fetched; device %s, image %s); Ctrl-C or \"umount %s\" ends\n",
 		m.Chain, m.ID, m.FSType, bytesStr(m.SizeBytes), bw.Dir, took.Seconds(), st.FetchedBlocks, st.DataBlocks, bw.Device, bw.Image, bw.Dir)
 }
-
-// checkMountDir wants dir to be an existing empty directory.
-func checkMountDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return usagef("mount directory: %v", err)
-	}
-	if len(ents) > 0 {
-		return usagef("mount directory %s is not empty", dir)
-	}
-	return nil
-}

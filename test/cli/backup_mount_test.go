@@ -165,6 +165,12 @@ func TestBackupMountKilled(t *testing.T) {
 	} else {
 		t.Logf("read after the kill: %v", err)
 	}
+	// Rerun on the same DIR: refused, naming what is left and how to undo it
+	// (not "not empty", which sends a user to delete the backup's files).
+	stderr := e.c.fails(2, e.args("backup", "mount", "s3:lab/x@latest", m.dir)...)
+	if !strings.Contains(stderr, "still mounted") || !strings.Contains(stderr, "umount "+m.dir+"; losetup -d "+dev+"; umount "+fuseDir) {
+		t.Errorf("rerun on the killed mount's DIR: %s", stderr)
+	}
 	testutil.Run(t, "umount", m.dir)
 	testutil.Run(t, "losetup", "-d", dev)
 	testutil.Run(t, "umount", fuseDir)
