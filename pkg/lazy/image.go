@@ -2,6 +2,7 @@ package lazy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -237,7 +238,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		if err == nil {
 			return nil
 		}
-		if im.opts.Permanent(err) {
+		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -255,10 +256,18 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 	}
 }
 
+// errWrongLength is a block whose source returned other than BlockLen
+// bytes: a broken Source, which no retry mends.
+var errWrongLength = errors.New("lazy image: the source returned a block of the wrong length")
+
 // fetchOne fetches, verifies (Source.ReadBlock) and caches block i once.
 func (im *Image) fetchOne(ctx context.Context, i int64) error {
 	start := time.Now()
 	data, n, err := im.src.ReadBlock(ctx, i, nil, nil)
+	if want := im.src.BlockLen(i); err == nil && int64(len(data)) != want {
+		// The cache file's zeros must never stand in for missing bytes.
+		err = fmt.Errorf("%w: block %d: %d bytes, want %d", errWrongLength, i, len(data), want)
+	}
 	if err == nil {
 		_, err = im.cache.WriteAt(data, i*im.src.BlockSize())
 		if err != nil {
