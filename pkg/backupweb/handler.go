@@ -160,11 +160,14 @@ func (h *Handler) serveLink(w http.ResponseWriter, r *http.Request, name string)
 		http.Error(w, "the symlink points outside the backup", http.StatusForbidden)
 		return
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir() && r.URL.Query().Get("format") == "tar":
+		h.serveTar(w, r, name)
+	case fi.IsDir():
 		h.serveDir(w, r, name)
-		return
+	default:
+		h.serveFile(w, r, name)
 	}
-	h.serveFile(w, r, name)
 }
 
 func httpError(w http.ResponseWriter, err error) {

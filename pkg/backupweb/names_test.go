@@ -75,3 +75,16 @@ func TestCookiePerServer(t *testing.T) {
 		t.Errorf("Referrer-Policy %q", resp.Header.Get("Referrer-Policy"))
 	}
 }
+
+// TestLinkedDirTar: ?format=tar of a symlink to a directory inside the
+// backup is that directory's tar, as its page is its listing.
+func TestLinkedDirTar(t *testing.T) {
+	c, _, _ := newClient(t)
+	if err := os.Symlink("sub", filepath.Join(c.root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := c.get("/linked?format=tar", c.auth())
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-tar" || !strings.Contains(string(body), "linked/b.txt") {
+		t.Fatalf("tar of a linked directory: %d %q\n%.300s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
