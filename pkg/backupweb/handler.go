@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"sort"
@@ -61,9 +62,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: h.cookieName(), Value: t, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		name, _ := cleanPath(r.URL.Path)
+		http.Redirect(w, r, location(name, strings.HasSuffix(r.URL.Path, "/"), q.Encode()), http.StatusSeeOther)
 		return
 	}
 	if !h.authorized(r) {
@@ -128,6 +128,25 @@ func cleanPath(p string) (string, bool) {
 		return ".", true
 	}
 	return name, true
+}
+
+// location is the redirect target of name (cleanPath's), with a trailing
+// slash when dir, and query (encoded) when not empty: always one leading
+// slash (a "//host" Location is another site for a browser) and every
+// element escaped (a name may hold "?", "#" or "%").
+func location(name string, dir bool, query string) string {
+	p := "/"
+	if name != "." && name != "" {
+		p += name
+		if dir {
+			p += "/"
+		}
+	}
+	loc := (&url.URL{Path: p}).EscapedPath()
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
 }
 
 // serveFile sends a regular file; http.ServeContent answers Range,
@@ -211,7 +230,7 @@ var dirPage = template.Must(template.New("dir").Parse(`<!doctype html>
 // name may hold "?", "#" or "%").
 func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) {
 	if !strings.HasSuffix(r.URL.Path, "/") {
-		http.Redirect(w, r, r.URL.EscapedPath()+"/", http.StatusMovedPermanently)
+		http.Redirect(w, r, location(name, true, ""), http.StatusMovedPermanently)
 		return
 	}
 	d, err := h.root.Open(name)

@@ -136,3 +136,20 @@ func TestSpecialFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestNoOpenRedirect: a path starting with "//" is never redirected to
+// "//HOST/..." (another site, for a browser), neither by the token's
+// redirect nor by a directory's.
+func TestNoOpenRedirect(t *testing.T) {
+	c, _, _ := newClient(t)
+	for _, tc := range []struct {
+		path string
+		hdr  map[string]string
+	}{{"//evil.example/?token=" + c.token, nil}, {"//sub", c.auth()}, {"///sub", c.auth()}} {
+		resp, _ := c.get(tc.path, tc.hdr)
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode/100 == 3 && (strings.HasPrefix(loc, "//") || strings.Contains(loc, "://")) {
+			t.Errorf("%s: redirected to %q", tc.path, loc)
+		}
+	}
+}
