@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,5 +194,30 @@ func TestReadAtShortBlock(t *testing.T) {
 	p := make([]byte, 4096)
 	if _, err := im.ReadAt(p, 0); err != nil || !bytes.Equal(p, s.data[:4096]) {
 		t.Fatalf("read after repair: %v", err)
+	}
+}
+
+// TestReadAtCacheFull: a cache directory without room fails the read at
+// once (a local fault no retry of the target mends), saying so, rather
+// than after RetryFor.
+func TestReadAtCacheFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	s := newFaultSource(t, 4<<20, 1<<20)
+	im, err := New(s, Options{CacheDir: dir, RetryFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	start := time.Now()
+	_, err = im.ReadAt(make([]byte, 4096), 0)
+	if err == nil || !strings.Contains(err.Error(), "no space left") || time.Since(start) > 5*time.Second {
+		t.Fatalf("read with a full cache: %v after %v", err, time.Since(start))
 	}
 }
