@@ -69,7 +69,7 @@ func (a *app) backupServe(cmd *cobra.Command, refArg string, f serveFlags) error
 	}
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
-		return usagef("--listen %q: %v", f.listen, err)
+		return usagef("--listen %q: %v (want HOST:PORT, e.g. 127.0.0.1:8443, or :8443 for every address)", f.listen, err)
 	}
 	cert, fingerprint, err := serveCert(f, shownHost(host))
 	if err != nil {
