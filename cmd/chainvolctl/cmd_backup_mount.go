@@ -49,7 +49,7 @@ image is served lazily through FUSE (each block fetched from the target
 the first time it is read, checked against its digest like any restored
 block, then kept in a cache file under --cache-dir until the end), over a
 read-only loop device, and mounted without journal replay (ext4 "noload",
-XFS "norecovery"). Nothing is written to the target and only the blocks
+XFS "norecovery") and nosuid, nodev, noexec. Nothing is written to the target and only the blocks
 read are fetched. A backup without a filesystem (a block volume) is
 offered as the raw image file DIR/image instead.
 
@@ -173,16 +173,4 @@ func (a *app) tellMounted(w io.Writer, m *s3chain.Manifest, bw *lazy.Browse, st 
 	}
 	fmt.Fprintf(w, "mounted %s@%s (%s, %s) read-only at %s in %.2fs (%d of %d data blocks fetched; device %s, image %s); Ctrl-C or \"umount %s\" ends\n",
 		m.Chain, m.ID, m.FSType, bytesStr(m.SizeBytes), bw.Dir, took.Seconds(), st.FetchedBlocks, st.DataBlocks, bw.Device, bw.Image, bw.Dir)
-}
-
-// checkMountDir wants dir to be an existing empty directory.
-func checkMountDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return usagef("mount directory: %v", err)
-	}
-	if len(ents) > 0 {
-		return usagef("mount directory %s is not empty", dir)
-	}
-	return nil
 }

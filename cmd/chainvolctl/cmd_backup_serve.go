@@ -69,9 +69,9 @@ func (a *app) backupServe(cmd *cobra.Command, refArg string, f serveFlags) error
 	}
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
-		return usagef("--listen %q: %v", f.listen, err)
+		return usagef("--listen %q: %v (want HOST:PORT, e.g. 127.0.0.1:8443, or :8443 for every address)", f.listen, err)
 	}
-	cert, fingerprint, err := serveCert(f, host)
+	cert, fingerprint, err := serveCert(f, shownHost(host))
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,8 @@ func (a *app) backupServe(cmd *cobra.Command, refArg string, f serveFlags) error
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(l, "", "") }()
-	a.tellServing(cmd.ErrOrStderr(), s, l.Addr().String(), token, fingerprint, f.idle)
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	a.tellServing(cmd.ErrOrStderr(), s, net.JoinHostPort(shownHost(host), port), token, fingerprint, f.idle)
 	err = waitServe(ctx, h, f.idle, served)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	_ = srv.Shutdown(sctx)
@@ -156,4 +157,18 @@ func (a *app) tellServing(w io.Writer, s *browseSession, addr, token, fingerprin
 		fmt.Fprintf(w, "self-signed certificate, SHA-256 fingerprint %s\n", fingerprint)
 	}
 	fmt.Fprintf(w, "token (shown once): %s\nbrowser: https://%s/?token=%s\n", token, addr, token)
+}
+
+// shownHost is the host of the printed URL (and of the self-signed
+// certificate) for the --listen host: as given, but an unspecified one
+// ("", 0.0.0.0, ::), which a browser cannot open, becomes this machine's
+// host name.
+func shownHost(host string) string {
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return host
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "localhost"
 }

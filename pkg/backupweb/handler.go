@@ -1,11 +1,14 @@
 package backupweb
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"sort"
@@ -14,8 +17,9 @@ import (
 	"time"
 )
 
-// cookieName carries the token for a browser, set by a ?token= link.
-const cookieName = "chainvol_token"
+// cookiePrefix starts the name of the cookie that carries the token for a
+// browser, set by a ?token= link (cookieName).
+const cookiePrefix = "chainvol_token_"
 
 // Handler serves the tree under root, read-only. Every request must carry
 // the token: "Authorization: Bearer TOKEN", the cookie a "?token=TOKEN"
@@ -51,14 +55,15 @@ func (h *Handler) Idle() time.Duration {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// The first URL holds the token: no page of it names it to another site.
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	if t := r.URL.Query().Get("token"); t != "" && h.valid(t) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: t, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: h.cookieName(), Value: t, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		name, _ := cleanPath(r.URL.Path)
+		http.Redirect(w, r, location(name, strings.HasSuffix(r.URL.Path, "/"), q.Encode()), http.StatusSeeOther)
 		return
 	}
 	if !h.authorized(r) {
@@ -105,7 +110,7 @@ func (h *Handler) authorized(r *http.Request) bool {
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && h.valid(a) {
 		return true
 	}
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(h.cookieName())
 	return err == nil && h.valid(c.Value)
 }
 
@@ -123,6 +128,25 @@ func cleanPath(p string) (string, bool) {
 		return ".", true
 	}
 	return name, true
+}
+
+// location is the redirect target of name (cleanPath's), with a trailing
+// slash when dir, and query (encoded) when not empty: always one leading
+// slash (a "//host" Location is another site for a browser) and every
+// element escaped (a name may hold "?", "#" or "%").
+func location(name string, dir bool, query string) string {
+	p := "/"
+	if name != "." && name != "" {
+		p += name
+		if dir {
+			p += "/"
+		}
+	}
+	loc := (&url.URL{Path: p}).EscapedPath()
+	if query != "" {
+		loc += "?" + query
+	}
+	return loc
 }
 
 // serveFile sends a regular file; http.ServeContent answers Range,
@@ -155,11 +179,14 @@ func (h *Handler) serveLink(w http.ResponseWriter, r *http.Request, name string)
 		http.Error(w, "the symlink points outside the backup", http.StatusForbidden)
 		return
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir() && r.URL.Query().Get("format") == "tar":
+		h.serveTar(w, r, name)
+	case fi.IsDir():
 		h.serveDir(w, r, name)
-		return
+	default:
+		h.serveFile(w, r, name)
 	}
-	h.serveFile(w, r, name)
 }
 
 func httpError(w http.ResponseWriter, err error) {
@@ -199,10 +226,11 @@ var dirPage = template.Must(template.New("dir").Parse(`<!doctype html>
 `))
 
 // serveDir lists a directory; a URL without its trailing slash is
-// redirected to it so that relative links work.
+// redirected to it so that relative links work (to the escaped path: a
+// name may hold "?", "#" or "%").
 func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) {
 	if !strings.HasSuffix(r.URL.Path, "/") {
-		http.Redirect(w, r, path.Base(r.URL.Path)+"/", http.StatusMovedPermanently)
+		http.Redirect(w, r, location(name, true, ""), http.StatusMovedPermanently)
 		return
 	}
 	d, err := h.root.Open(name)
@@ -219,7 +247,8 @@ func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) 
 	sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
 	var rows []entry
 	for _, de := range des {
-		e := entry{Name: de.Name(), Href: urlEscape(de.Name()), Dir: de.IsDir()}
+		// "./": a name with a colon ("http:x") is a path, not a scheme.
+		e := entry{Name: de.Name(), Href: "./" + urlEscape(de.Name()), Dir: de.IsDir()}
 		if de.IsDir() {
 			e.Href += "/"
 		}
@@ -237,4 +266,13 @@ func (h *Handler) serveDir(w http.ResponseWriter, r *http.Request, name string) 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	p := strings.TrimPrefix(name, ".")
 	_ = dirPage.Execute(w, map[string]any{"Title": h.title, "Path": p, "Parent": name != ".", "Entries": rows})
+}
+
+// cookieName is the name of h's cookie: cookies ignore the port (RFC 6265
+// §8.5), so two servers on one host each need their own name, else the
+// second login replaces the first's cookie. The name holds a hash of the
+// token, which reveals nothing of it.
+func (h *Handler) cookieName() string {
+	sum := sha256.Sum256([]byte(h.token))
+	return cookiePrefix + hex.EncodeToString(sum[:6])
 }

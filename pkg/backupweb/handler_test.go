@@ -41,6 +41,7 @@ func tree(t *testing.T) (string, []byte) {
 
 type client struct {
 	t     *testing.T
+	root  string
 	srv   *httptest.Server
 	token string
 }
@@ -55,7 +56,7 @@ func newClient(t *testing.T) (*client, []byte, *Handler) {
 	h := New(r, NewToken(), "lab/x@b1")
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
-	return &client{t: t, srv: srv, token: h.token}, a, h
+	return &client{t: t, root: root, srv: srv, token: h.token}, a, h
 }
 
 // get requests path (raw, as sent) with the token when withToken.
@@ -84,8 +85,8 @@ func (c *client) auth() map[string]string {
 }
 
 func TestTokenRequired(t *testing.T) {
-	c, _, _ := newClient(t)
-	for _, hdr := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Cookie": cookieName + "=wrong"}} {
+	c, _, h := newClient(t)
+	for _, hdr := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Cookie": h.cookieName() + "=wrong"}} {
 		if resp, _ := c.get("/a.bin", hdr); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%v: status %d, want 401", hdr, resp.StatusCode)
 		}
@@ -95,7 +96,7 @@ func TestTokenRequired(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/sub/" || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "Secure") {
 		t.Fatalf("?token=: %d, Location %q, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Location"), ck)
 	}
-	if resp, body := c.get("/sub/", map[string]string{"Cookie": cookieName + "=" + c.token}); resp.StatusCode != 200 || !strings.Contains(string(body), "b.txt") {
+	if resp, body := c.get("/sub/", map[string]string{"Cookie": h.cookieName() + "=" + c.token}); resp.StatusCode != 200 || !strings.Contains(string(body), "b.txt") {
 		t.Errorf("with the cookie: %d %s", resp.StatusCode, body)
 	}
 	req, _ := http.NewRequest(http.MethodPost, c.srv.URL+"/a.bin", nil)
@@ -109,7 +110,7 @@ func TestDirectoryPage(t *testing.T) {
 	c, _, h := newClient(t)
 	resp, body := c.get("/", c.auth())
 	page := string(body)
-	if resp.StatusCode != 200 || !strings.Contains(page, `href="a.bin"`) || !strings.Contains(page, `href="sub/"`) || !strings.Contains(page, "out → /etc/passwd") {
+	if resp.StatusCode != 200 || !strings.Contains(page, `href="./a.bin"`) || !strings.Contains(page, `href="./sub/"`) || !strings.Contains(page, "out → /etc/passwd") {
 		t.Fatalf("root page: %d\n%s", resp.StatusCode, page)
 	}
 	if _, body := c.get("/sub/", c.auth()); strings.Contains(string(body), "<script>") || !strings.Contains(string(body), "&lt;script&gt;") {

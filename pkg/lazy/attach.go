@@ -18,17 +18,21 @@ import (
 // what the filesystem's own metadata needs: ext2/3/4 "noload"
 // (ext4(5)), XFS "norecovery" (xfs(5): needs "ro") and "nouuid" (the
 // source volume may be mounted on this host with the same UUID), btrfs
-// "rescue=nologreplay" (btrfs(5)). Others get "ro" alone.
+// "rescue=nologreplay" (btrfs(5)). Every filesystem also gets "nosuid",
+// "nodev" and "noexec" (mount(8)): a backup holds what its volume's
+// owner wrote, and a setuid-root binary or a device node in it must not
+// become a way into this host for whoever can reach the mount.
 func MountOptions(fsType string) []string {
+	safe := []string{"ro", "nosuid", "nodev", "noexec"}
 	switch fsType {
 	case "ext2", "ext3", "ext4":
-		return []string{"ro", "noload"}
+		return append(safe, "noload")
 	case "xfs":
-		return []string{"ro", "norecovery", "nouuid"}
+		return append(safe, "norecovery", "nouuid")
 	case "btrfs":
-		return []string{"ro", "rescue=nologreplay"}
+		return append(safe, "rescue=nologreplay")
 	default:
-		return []string{"ro"}
+		return safe
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/mount-utils"
@@ -75,14 +76,18 @@ func (b *Browse) Ended(interval time.Duration) <-chan struct{} {
 
 // Close unmounts the filesystem at Dir if it is still mounted (lazily,
 // umount -l, when it is still busy after 10 s: what holds it then gets
-// EIO once the image is gone), detaches
-// the loop device and unmounts the FUSE filesystem, in that order; it is
-// safe to call after any of them was undone by hand. Errors: the first
-// step that failed (the later ones are still tried).
+// EIO once the image is gone), detaches the loop device and unmounts the
+// FUSE filesystem, in that order (lazily too when the filesystem was: the
+// loop device then holds the image until the last holder lets go, and a
+// FUSE mount left behind would outlive this process, dead); it is safe to
+// call after any of them was undone by hand. Errors: the first step that
+// failed (the later ones are still tried).
 func (b *Browse) Close() error {
 	var errs []error
+	lazily := false
 	if b.Device != "" {
 		if err := unmountDir(b.Dir); err != nil {
+			lazily = errors.Is(err, errDetachedLazily)
 			errs = append(errs, err)
 		}
 		if err := Detach(b.Device); err != nil && len(errs) == 0 {
@@ -90,12 +95,23 @@ func (b *Browse) Close() error {
 		}
 	}
 	if b.srv != nil && isMountPoint(b.srv.dir) {
-		if err := unmountBusy(b.srv.Unmount); err != nil {
+		unmount := func() error { return unmountBusy(b.srv.Unmount) }
+		if lazily {
+			unmount = b.srv.Unmount
+		}
+		if err := unmount(); err != nil {
+			if errors.Is(err, syscall.EBUSY) && syscall.Unmount(b.srv.dir, syscall.MNT_DETACH) == nil {
+				err = fmt.Errorf("%w: detached lazily; it goes once what holds the backup's files lets go", err)
+			}
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// errDetachedLazily is unmountDir's error after it detached a busy
+// mount lazily.
+var errDetachedLazily = errors.New("detached lazily; what still uses it reads EIO from now on")
 
 // unmountDir unmounts dir if it is a mount point, retrying for 10 s while
 // it is busy (a shell still inside it), then detaching it lazily.
@@ -109,7 +125,7 @@ func unmountDir(dir string) error {
 			if out, lerr := exec.Command("umount", "-l", dir).CombinedOutput(); lerr != nil {
 				return fmt.Errorf("unmount %s: %w (umount -l: %v: %s)", dir, err, lerr, strings.TrimSpace(string(out)))
 			}
-			return fmt.Errorf("unmount %s: %w: detached lazily; what still uses it reads EIO from now on", dir, err)
+			return fmt.Errorf("unmount %s: %w: %w", dir, err, errDetachedLazily)
 		}
 	}
 	return nil

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/lazy"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -256,6 +258,17 @@ func TestBrowse(t *testing.T) {
 			}
 			if err := os.WriteFile(filepath.Join(bw.Dir, "new"), []byte("x"), 0o644); err == nil {
 				t.Error("a write to the browsed backup succeeded")
+			}
+			// The backup's content is the tenant's: its setuid binaries and
+			// device nodes must give no one on this host anything.
+			var sfs syscall.Statfs_t
+			if err := syscall.Statfs(bw.Dir, &sfs); err != nil {
+				t.Fatal(err)
+			}
+			for flag, name := range map[int64]string{unix.ST_NOSUID: "nosuid", unix.ST_NODEV: "nodev", unix.ST_NOEXEC: "noexec", unix.ST_RDONLY: "ro"} {
+				if sfs.Flags&flag == 0 {
+					t.Errorf("the browse mount lacks %s (statfs flags %#x)", name, sfs.Flags)
+				}
 			}
 			st := im.Stats()
 			t.Logf("%s: %+v", fsType, st)

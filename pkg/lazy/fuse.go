@@ -38,6 +38,9 @@ func Serve(im *Image, dir string) (*Server, error) {
 		MountOptions: fuse.MountOptions{
 			FsName: "chainvol-lazy", Name: "chainvol", Options: []string{"ro"},
 			DirectMount: true, DirectMountStrict: os.Geteuid() == 0, MaxReadAhead: 1 << 20, MaxWrite: 1 << 20, DisableXAttrs: true,
+			// Read-only and inert at the mount too (mount(2) flags; "ro"
+			// above marks only the superblock).
+			DirectMountFlags: syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC,
 		},
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package lazy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +37,9 @@ type Options struct {
 	// default os.TempDir().
 	CacheDir string
 	// RetryFor bounds in time the retries of one block fetch that fails
-	// with anything but Permanent (default DefaultRetryFor).
+	// with anything but Permanent (default DefaultRetryFor). A block of
+	// the wrong length and a failed write of the cache file (its
+	// directory full) are never retried.
 	RetryFor time.Duration
 	// Permanent reports an error no retry can fix (a block whose object
 	// does not match its digest): the read fails at once. Default: only
@@ -237,7 +240,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		if err == nil {
 			return nil
 		}
-		if im.opts.Permanent(err) {
+		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) || errors.Is(err, errCache) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -255,14 +258,34 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 	}
 }
 
+// errWrongLength is a block whose source returned other than BlockLen
+// bytes: a broken Source, which no retry mends.
+var errWrongLength = errors.New("lazy image: the source returned a block of the wrong length")
+
+// errCache is a failed write of the cache file (its directory full, most
+// often): a local fault, which retrying the target does not mend.
+var errCache = errors.New("lazy image cache")
+
+// cacheDir is the cache file's directory, for errors.
+func (im *Image) cacheDir() string {
+	if im.opts.CacheDir == "" {
+		return os.TempDir()
+	}
+	return im.opts.CacheDir
+}
+
 // fetchOne fetches, verifies (Source.ReadBlock) and caches block i once.
 func (im *Image) fetchOne(ctx context.Context, i int64) error {
 	start := time.Now()
 	data, n, err := im.src.ReadBlock(ctx, i, nil, nil)
+	if want := im.src.BlockLen(i); err == nil && int64(len(data)) != want {
+		// The cache file's zeros must never stand in for missing bytes.
+		err = fmt.Errorf("%w: block %d: %d bytes, want %d", errWrongLength, i, len(data), want)
+	}
 	if err == nil {
 		_, err = im.cache.WriteAt(data, i*im.src.BlockSize())
 		if err != nil {
-			err = fmt.Errorf("lazy image cache: write block %d: %w", i, err)
+			err = fmt.Errorf("%w (--cache-dir %s): write block %d: %w", errCache, im.cacheDir(), i, err)
 		}
 	}
 	if im.opts.OnFetch != nil {

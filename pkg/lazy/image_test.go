@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +26,7 @@ type faultSource struct {
 	zero      map[int64]bool
 	down      atomic.Bool // every read fails (transiently)
 	corrupt   atomic.Bool // every read fails permanently
+	short     atomic.Bool // every read returns its block less its last byte, without error
 	reads     atomic.Int64
 	perBlock  sync.Map // block -> *atomic.Int64 reads
 	readDelay time.Duration
@@ -59,7 +63,11 @@ func (s *faultSource) ReadBlock(ctx context.Context, i int64, _, _ []byte) ([]by
 	if s.down.Load() {
 		return nil, 0, errors.New("target unreachable")
 	}
-	return bytes.Clone(s.data[i*s.bs : i*s.bs+s.BlockLen(i)]), s.BlockLen(i), nil
+	n := s.BlockLen(i)
+	if s.short.Load() {
+		n--
+	}
+	return bytes.Clone(s.data[i*s.bs : i*s.bs+n]), n, nil
 }
 
 func newTestImage(t *testing.T, s *faultSource, retryFor time.Duration) *Image {
@@ -164,5 +172,52 @@ func TestReadAtOutage(t *testing.T) {
 	}
 	if st := im.Stats(); st.Retries == 0 || st.Failures != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestReadAtShortBlock: a source that breaks its contract with a block of
+// the wrong length (a decoder bug) fails the read at once; the missing
+// bytes are never served as the cache file's zeros.
+func TestReadAtShortBlock(t *testing.T) {
+	s := newFaultSource(t, 3*4096+100, 4096)
+	im := newTestImage(t, s, time.Minute)
+	s.short.Store(true)
+	for _, off := range []int64{0, 3 * 4096} {
+		p := make([]byte, 4096)
+		start := time.Now()
+		n, err := im.ReadAt(p, off)
+		if err == nil || errors.Is(err, io.EOF) || n != 0 || time.Since(start) > 5*time.Second {
+			t.Fatalf("read at %d of a short block: %d bytes, %v after %v", off, n, err, time.Since(start))
+		}
+	}
+	s.short.Store(false)
+	p := make([]byte, 4096)
+	if _, err := im.ReadAt(p, 0); err != nil || !bytes.Equal(p, s.data[:4096]) {
+		t.Fatalf("read after repair: %v", err)
+	}
+}
+
+// TestReadAtCacheFull: a cache directory without room fails the read at
+// once (a local fault no retry of the target mends), saying so, rather
+// than after RetryFor.
+func TestReadAtCacheFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	s := newFaultSource(t, 4<<20, 1<<20)
+	im, err := New(s, Options{CacheDir: dir, RetryFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	start := time.Now()
+	_, err = im.ReadAt(make([]byte, 4096), 0)
+	if err == nil || !strings.Contains(err.Error(), "no space left") || time.Since(start) > 5*time.Second {
+		t.Fatalf("read with a full cache: %v after %v", err, time.Since(start))
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/chainvol/chainvol/internal/testutil"
 )
 
@@ -129,6 +131,10 @@ func TestBackupMountRaw(t *testing.T) {
 	raw := e.rawBackup(t, 8<<20+5)
 	m := e.startMount(t, "s3:lab/raw@latest")
 	img := filepath.Join(m.dir, "image")
+	var sfs syscall.Statfs_t
+	if err := syscall.Statfs(m.dir, &sfs); err != nil || sfs.Flags&(unix.ST_RDONLY|unix.ST_NOEXEC|unix.ST_NOSUID|unix.ST_NODEV) != unix.ST_RDONLY|unix.ST_NOEXEC|unix.ST_NOSUID|unix.ST_NODEV {
+		t.Errorf("the raw image's mount: statfs flags %#x (%v), want ro,noexec,nosuid,nodev", sfs.Flags, err)
+	}
 	if got, want := sha(t, img), sha(t, raw); got != want {
 		t.Errorf("raw image: sha256 %s, want %s", got, want)
 	}
@@ -164,6 +170,12 @@ func TestBackupMountKilled(t *testing.T) {
 		t.Fatalf("a read after the kill returned %d bytes", len(data))
 	} else {
 		t.Logf("read after the kill: %v", err)
+	}
+	// Rerun on the same DIR: refused, naming what is left and how to undo it
+	// (not "not empty", which sends a user to delete the backup's files).
+	stderr := e.c.fails(2, e.args("backup", "mount", "s3:lab/x@latest", m.dir)...)
+	if !strings.Contains(stderr, "still mounted") || !strings.Contains(stderr, "umount "+m.dir+"; losetup -d "+dev+"; umount "+fuseDir) {
+		t.Errorf("rerun on the killed mount's DIR: %s", stderr)
 	}
 	testutil.Run(t, "umount", m.dir)
 	testutil.Run(t, "losetup", "-d", dev)

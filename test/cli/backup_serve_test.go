@@ -35,7 +35,7 @@ func TestBackupServe(t *testing.T) {
 	if code, _ := get("/sub/", "wrong", ""); code != http.StatusUnauthorized {
 		t.Errorf("a wrong token: %d, want 401", code)
 	}
-	if code, page := get("/sub/", token, ""); code != 200 || !strings.Contains(string(page), `href="filea"`) {
+	if code, page := get("/sub/", token, ""); code != 200 || !strings.Contains(string(page), `href="./filea"`) {
 		t.Errorf("directory page: %d %s", code, page)
 	}
 	src, err := os.ReadFile(filepath.Join(e.dir, "content", "sub", "filea"))
