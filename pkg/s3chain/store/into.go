@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -47,7 +48,10 @@ func (s *s3Store) getMaxInto(ctx context.Context, key string, maxBytes int64, bu
 	}
 	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, translateError("get", key, err)
+		if err = translateError("get", key, err); errors.Is(err, ErrObjectNotFound) && s.readsThrough() {
+			return s.GetMax(ctx, key, maxBytes) // reads through a delete marker
+		}
+		return nil, err
 	}
 	defer body.Close()
 	if info.Size < 0 || info.Size > int64(cap(buf)) {
