@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
 	"github.com/chainvol/chainvol/internal/testutil"
 )
 
@@ -123,5 +126,45 @@ func TestBackupRmLocked(t *testing.T) {
 	code, out, stderr = runBoth(t, append(g, "target", "check", "locked")...)
 	if code != 0 || !strings.Contains(out, "bucket Object Lock enabled, no default retention; target retention: COMPLIANCE for 1h0m0s") {
 		t.Fatalf("target check: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestTargetCheckHiddenObjects: on a versioned Object Lock bucket, after a
+// plain DELETE (no version id) of every object of a lock= target, backup
+// ls still lists the backups (read through the delete markers) and target
+// check counts and names the hidden objects.
+func TestTargetCheckHiddenObjects(t *testing.T) {
+	srv := testutil.StartS3ObjectLockVersioned(t)
+	t.Setenv(envAccessKeyID, srv.AccessKey)
+	t.Setenv(envSecretAccessKey, srv.SecretKey)
+	g := forgetSetup(t, 2, "--target", "locked="+srv.URL("p")+"&lock=compliance&retain=1h")
+	code, out, stderr := runBoth(t, append(g, "target", "check", "locked")...)
+	if code != 0 || strings.Contains(out, "hidden by delete markers") {
+		t.Fatalf("target check before the deletes: exit %d\n%s%s", code, out, stderr)
+	}
+	raw, err := minio.New(srv.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var keys []string
+	for oi := range raw.ListObjectsIter(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "p/", Recursive: true}) {
+		keys = append(keys, oi.Key)
+	}
+	for _, k := range keys {
+		if err := raw.RemoveObject(ctx, srv.Bucket, k, minio.RemoveObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, stderr = runBoth(t, append(g, "backup", "ls", "locked:lab/disk")...)
+	if code != 0 || !strings.Contains(out, "b1") || !strings.Contains(out, "b2") {
+		t.Fatalf("backup ls after the deletes: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runBoth(t, append(g, "target", "check", "locked", "-o", "json")...)
+	var rows []targetRow
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0].HiddenObjects < 4 ||
+		!strings.Contains(rows[0].Note, "hidden by delete markers") {
+		t.Fatalf("target check after the deletes of %d objects: exit %d\n%s%s", len(keys), code, out, stderr)
 	}
 }

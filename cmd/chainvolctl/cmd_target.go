@@ -49,8 +49,13 @@ type targetRow struct {
 	// retention) and the retention the target asks for (lock=, retain=);
 	// set by check, for S3 targets only.
 	ObjectLock string `json:"objectLock,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Note       string `json:"note,omitempty"` // e.g. an empty file target
+	// HiddenObjects counts the objects of a lock= target that delete
+	// markers hide over versions still under retention (a plain DELETE
+	// on a versioned bucket; chainvol reads through them until their
+	// dates, docs/FORMAT.md §7.4); set by check.
+	HiddenObjects int    `json:"hiddenObjects,omitempty"`
+	Error         string `json:"error,omitempty"`
+	Note          string `json:"note,omitempty"` // e.g. an empty file target
 }
 
 func (a *app) newTargetLsCmd() *cobra.Command {
@@ -207,6 +212,27 @@ func checkObjectLock(ctx context.Context, st store.Store, r *targetRow) error {
 	r.Note += "; " + r.ObjectLock
 	if p.Enabled() && (!bl.Enabled || bl.DefaultMode != "") {
 		return fmt.Errorf("%w: the target asks for %s but the bucket cannot keep it: it needs Object Lock enabled (ObjectLockEnabled) and no default retention rule", store.ErrNoObjectLock, p)
+	}
+	return countHidden(ctx, st, r)
+}
+
+// countHidden sets r.HiddenObjects for a lock= target whose store reads
+// through delete markers, and names them in the note: somebody deleted
+// objects chainvol keeps (they stay readable until their dates; the
+// markers can be removed by version id).
+func countHidden(ctx context.Context, st store.Store, r *targetRow) error {
+	h := store.HiddenListerOf(st)
+	if h == nil || !store.LockerOf(st).LockPolicy().Enabled() {
+		return nil
+	}
+	err := h.ListHidden(ctx, "", false, func(store.ObjectInfo) error { r.HiddenObjects++; return nil })
+	if err != nil {
+		return err
+	}
+	if r.HiddenObjects > 0 {
+		r.Note += fmt.Sprintf("; %d objects hidden by delete markers over versions still under retention (somebody deleted "+
+			"them without a version id; chainvol reads through the markers until the dates; remove the markers with "+
+			"aws s3api delete-object --key KEY --version-id MARKER-ID)", r.HiddenObjects)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -73,7 +74,7 @@ var errNoSnapshot = volume.ErrNoBackup
 func (d *core) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
 	ref, err := volume.ParseBackupID(id)
 	if err == nil {
-		if err := d.refuseRetained(ctx, ref, secrets); err != nil {
+		if err := d.refuseRetained(ctx, id, ref, secrets); err != nil {
 			return err
 		}
 	}
@@ -105,8 +106,9 @@ func (d *core) deleteBackupSnapshot(ctx context.Context, id string, secrets map[
 
 // refuseRetained returns the FailedPrecondition of a backup still under
 // S3 Object Lock retention, so that its local snapshots (the base of the
-// next incremental) stay; any other trouble is left to the delete itself.
-func (d *core) refuseRetained(ctx context.Context, ref target.Ref, secrets map[string]string) error {
+// next incremental) stay, and records it as an event on the snapshot's
+// content (backupRetained); any other trouble is left to the delete itself.
+func (d *core) refuseRetained(ctx context.Context, id string, ref target.Ref, secrets map[string]string) error {
 	repo, err := d.targets.Open(ctx, ref.Target, secrets)
 	if err != nil {
 		return nil
@@ -115,7 +117,9 @@ func (d *core) refuseRetained(ctx context.Context, ref target.Ref, secrets map[s
 		return nil
 	}
 	if err := repo.Deletable(ctx, ref.Chain, ref.Backup); errors.Is(err, s3chain.ErrRetained) {
-		return snapshotError("delete backup "+ref.String(), err)
+		err = snapshotError("delete backup "+ref.String(), err)
+		d.events.backupRetained(id, status.Convert(err).Message())
+		return err
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 // reads only the config objects' keys.
 func (r *Repo) Chains(ctx context.Context) ([]string, error) {
 	var names []string
-	err := r.store.List(ctx, configPrefix, func(oi store.ObjectInfo) error {
+	err := r.listWithHidden(ctx, configPrefix, true, func(oi store.ObjectInfo) error {
 		seg, ok := strings.CutSuffix(strings.TrimPrefix(oi.Key, configPrefix), ".json")
 		if !ok || strings.Contains(seg, "/") {
 			return nil // not ours: leave foreign objects alone
@@ -181,7 +181,7 @@ type manifestDirList struct {
 func (r *Repo) listManifestDir(ctx context.Context, chain string) (manifestDirList, error) {
 	dir := manifestDir(chain)
 	d := manifestDirList{states: map[string]bool{}, mtime: map[string]time.Time{}}
-	err := r.store.List(ctx, dir, func(oi store.ObjectInfo) error {
+	err := r.listWithHidden(ctx, dir, false, func(oi store.ObjectInfo) error {
 		name := strings.TrimPrefix(oi.Key, dir)
 		if id, ok := strings.CutSuffix(name, ".json"); ok && ValidBackupID(id) == nil {
 			d.ids = append(d.ids, id)

@@ -85,7 +85,9 @@ func (j *restoreJob) checkObjects(ctx context.Context, todo []*fetch) error {
 		}
 	}
 	missing := rest
-	if !complete {
+	// On a lock= target a block a delete marker hides is not listed, but
+	// Stat reads through to its retained version (FORMAT.md §7.4).
+	if !complete || (len(rest) > 0 && j.r.readsThrough()) {
 		var err error
 		if missing, err = j.statObjects(ctx, rest); err != nil {
 			return err

@@ -12,6 +12,7 @@ source "$HERE/lib/common.sh"
 source "$HERE/lib/kube.sh"
 source "$HERE/lib/scenarios.sh"
 source "$HERE/lib/scenarios_apps.sh"
+source "$HERE/lib/scenarios_lock.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
 # restore outlives the provisioner's CreateVolume timeout (3s in
@@ -42,9 +43,15 @@ on_exit() {
   exit $rc
 }
 
-# step NAME FUNC: time a stage of the run; a failure ends the run.
+# step NAME FUNC: time a stage of the run; a failure ends the run. With
+# E2E_ONLY (an extended regexp), scenarios whose NAME does not match it are
+# skipped (listed as such); the build and the bring-up always run.
 step() {
   local t0=$SECONDS
+  if [[ -n ${E2E_ONLY:-} && $2 == s_* ]] && ! grep -qE -- "$E2E_ONLY" <<<"$1"; then
+    RESULTS+=("$(printf 'skip  %-40s %4s' "$1" -)")
+    return 0
+  fi
   log "== $1"
   if "$2"; then
     RESULTS+=("$(printf 'ok    %-40s %4ds' "$1" $((SECONDS - t0)))")
@@ -73,3 +80,10 @@ step "XFS backup through the example restore class" s_example_restore_class
 step "issue 14: import by handle after losing all" s_import_after_loss
 step "issue 18: StatefulSet back from @before:T" s_statefulset_before
 step "issue 18: Delete-class import frees bytes" s_retention
+# Issue 30's scenarios have not yet run on a cluster (the machine's one
+# cluster was busy): opt-in with E2E_ISSUE30=1 until a run passes.
+if [[ ${E2E_ISSUE30:-} == 1 ]]; then
+  step "issue 30: S3 targets (versioned, Object Lock)" s_lock_up
+  step "issue 30: class keepLast 2 over 4 rounds" s_class_retention
+  step "issue 30: locked snapshot deletion refused" s_locked_delete
+fi

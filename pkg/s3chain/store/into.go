@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -40,8 +41,11 @@ func (r *retryStore) getMaxInto(ctx context.Context, key string, maxBytes int64,
 // getMaxInto is s3Store.GetMax into buf: one GET whose Content-Length is
 // checked against maxBytes before anything is read.
 func (s *s3Store) getMaxInto(ctx context.Context, key string, maxBytes int64, buf []byte) ([]byte, error) {
-	body, info, err := s.getObject(ctx, key)
+	body, info, err := s.getObject(ctx, key, "")
 	if err != nil {
+		if errors.Is(err, ErrObjectNotFound) && s.readsThrough() {
+			return s.GetMax(ctx, key, maxBytes) // reads through a delete marker
+		}
 		return nil, err
 	}
 	defer body.Close()

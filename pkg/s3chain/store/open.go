@@ -282,7 +282,7 @@ func newS3Store(t s3Target, creds Credentials) (*s3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadTarget, t, err)
 	}
-	return &s3Store{client: client, bucket: t.bucket, prefix: t.prefix, url: t.String(), lock: t.lock}, nil
+	return &s3Store{client: client, transport: transport, bucket: t.bucket, prefix: t.prefix, url: t.String(), lock: t.lock}, nil
 }
 
 // checkS3 wraps s3 in the retry layer and checks the bucket and

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -20,12 +21,13 @@ import (
 // NewRetryStore, the one retry layer, so the number and spacing of attempts
 // is decided in one place.
 type s3Store struct {
-	client *minio.Client
-	bucket string
-	prefix string // "" or ends in "/"
-	url    string // the target URL without credentials, for String
-	cond   condProbe
-	lock   LockPolicy // lock= and retain= of the URL
+	client    *minio.Client
+	transport http.RoundTripper // client's, for the presigned GetObjectRetention of s3_hidden.go
+	bucket    string
+	prefix    string // "" or ends in "/"
+	url       string // the target URL without credentials, for String
+	cond      condProbe
+	lock      LockPolicy // lock= and retain= of the URL
 
 	// ignoreIfNoneMatch, for tests only, sends conditional PUTs without
 	// their If-None-Match header, as a server that ignores it behaves.
@@ -48,14 +50,14 @@ func (s *s3Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return s.GetMax(ctx, key, maxObjectSize)
 }
 
-// getObject starts one GET of key: Core.GetObject, whose headers give the
+// getObject starts one GET of a version of key ("" the current one): Core.GetObject, whose headers give the
 // size (the Object type of minio-go's Client would send a HEAD first).
 // Errors: checkKey's, and the GET's translated (ErrObjectNotFound, ...).
-func (s *s3Store) getObject(ctx context.Context, key string) (io.ReadCloser, minio.ObjectInfo, error) {
+func (s *s3Store) getObject(ctx context.Context, key, versionID string) (io.ReadCloser, minio.ObjectInfo, error) {
 	if err := checkKey(ctx, key); err != nil {
 		return nil, minio.ObjectInfo{}, err
 	}
-	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	body, info, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{VersionID: versionID})
 	if err != nil {
 		return nil, info, translateError("get", key, err)
 	}
@@ -64,8 +66,22 @@ func (s *s3Store) getObject(ctx context.Context, key string) (io.ReadCloser, min
 
 // GetMax checks the Content-Length of the GET answer before reading the
 // body, and reads at most maxBytes+1 bytes when the server sends none.
+// A key hidden by a delete marker is read through (s3_hidden.go).
 func (s *s3Store) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
-	body, info, err := s.getObject(ctx, key)
+	data, err := s.getVersion(ctx, key, "", maxBytes)
+	if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough() {
+		return data, err
+	}
+	v, _, herr := s.hiddenVersion(ctx, key)
+	if herr != nil {
+		return nil, err
+	}
+	return s.getVersion(ctx, key, v.VersionID, maxBytes)
+}
+
+// getVersion is one GET of a version of key ("" the current one).
+func (s *s3Store) getVersion(ctx context.Context, key, versionID string, maxBytes int64) ([]byte, error) {
+	body, info, err := s.getObject(ctx, key, versionID)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +149,14 @@ func (s *s3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	}
 	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
 	if err != nil {
-		return ObjectInfo{}, translateError("stat", key, err)
+		err = translateError("stat", key, err)
+		if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough() {
+			return ObjectInfo{}, err
+		}
+		var herr error
+		if info, _, herr = s.hiddenVersion(ctx, key); herr != nil {
+			return ObjectInfo{}, err
+		}
 	}
 	return ObjectInfo{Key: key, Size: info.Size, ModTime: info.LastModified}, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -58,19 +56,13 @@ func (s *s3Store) Retention(ctx context.Context, key string) (Retention, error) 
 	if err := checkKey(ctx, key); err != nil {
 		return Retention{}, err
 	}
-	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
-	if err != nil {
-		return Retention{}, translateError("stat", key, err)
+	_, ret, err := s.versionRetention(ctx, key, "")
+	if errors.Is(err, ErrObjectNotFound) && s.readsThrough() {
+		if _, hret, herr := s.hiddenVersion(ctx, key); herr == nil {
+			return hret, nil
+		}
 	}
-	mode, until := info.Metadata.Get("X-Amz-Object-Lock-Mode"), info.Metadata.Get("X-Amz-Object-Lock-Retain-Until-Date")
-	if mode == "" || until == "" {
-		return Retention{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, until)
-	if err != nil {
-		return Retention{}, fmt.Errorf("s3 stat %q: retain-until date %q: %w", key, until, err)
-	}
-	return Retention{Mode: LockMode(strings.ToUpper(mode)), Until: t.UTC()}, nil
+	return ret, err
 }
 
 // Retain sends PutObjectRetention; S3 refuses to shorten a retention
@@ -82,8 +74,16 @@ func (s *s3Store) Retain(ctx context.Context, key string, r Retention) error {
 	}
 	r.Until = ceilSecond(r.Until.UTC())
 	mode, until := minio.RetentionMode(r.Mode), r.Until
-	err := translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key,
-		minio.PutObjectRetentionOptions{Mode: &mode, RetainUntilDate: &until}))
+	opts := minio.PutObjectRetentionOptions{Mode: &mode, RetainUntilDate: &until}
+	err := translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key, opts))
+	if err != nil && !errors.Is(err, ErrAccessDenied) && s.readsThrough() {
+		// The current version may be a delete marker over the version
+		// Stat and Get read through to (s3_hidden.go): extend that one.
+		if v, _, herr := s.hiddenVersion(ctx, key); herr == nil {
+			opts.VersionID = v.VersionID
+			err = translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key, opts))
+		}
+	}
 	if !errors.Is(err, ErrAccessDenied) {
 		return err
 	}

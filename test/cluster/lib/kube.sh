@@ -90,15 +90,16 @@ events() {
     -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}'
 }
 
-# snapshot NS NAME CLAIM: a backup VolumeSnapshot; waits until ReadyToUse
-# and prints its content's snapshot handle.
+# snapshot NS NAME CLAIM [CLASS]: a backup VolumeSnapshot (of CLASS,
+# default e2e-backup); waits until ReadyToUse and prints its content's
+# snapshot handle.
 snapshot() {
   apply <<Y
 apiVersion: snapshot.storage.k8s.io/v1
 kind: VolumeSnapshot
 metadata: {name: $2, namespace: $1}
 spec:
-  volumeSnapshotClassName: e2e-backup
+  volumeSnapshotClassName: ${4:-e2e-backup}
   source: {persistentVolumeClaimName: $3}
 Y
   until_true "snapshot $1/$2 ready" 300 sh -c "[ \"\$('$KUBECTL' -n $1 get volumesnapshot $2 -o jsonpath='{.status.readyToUse}')\" = true ]" || return 1
