@@ -28,7 +28,7 @@ UNIT_PKGS := ./pkg/... ./internal/... ./cmd/... ./deploy/... ./charts/... ./hack
 # into a line per package, failing tests' output, Ginkgo's per-run counts, a
 # progress line every 30 s and the verdict "NAME: N passed, N failed, N skipped".
 REPORT := $(BIN)/testreport
-UNIT_CMD := $(GO) test -json -race -count=1 $(UNIT_PKGS)
+UNIT_CMD := $(GO) test -json -race -count=1 -timeout 30m $(UNIT_PKGS)
 SANITY_CMD := $(GO) test -json -count=1 -timeout 30m ./test/sanity/...
 E2E_CMD := $(GO) test -json -count=1 -timeout 30m ./test/e2e/... ./test/cli/...
 
