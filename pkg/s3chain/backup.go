@@ -42,17 +42,14 @@ func (r *Repo) Backup(ctx context.Context, o BackupOptions) (*Manifest, BackupSt
 	defer l.release(ctx)
 	j.lease = l
 	if err := r.checkOwner(lctx, j.cfg, &o); err != nil {
-		return nil, BackupStats{}, err
+		return nil, BackupStats{}, leaseErr(ctx, lctx, err)
 	}
 	m, err := j.do(lctx, start)
-	if cause := context.Cause(lctx); err != nil && errLeaseGone(cause) && ctx.Err() == nil {
-		err = cause
-	}
 	if err != nil {
-		return nil, BackupStats{}, err
+		return nil, BackupStats{}, leaseErr(ctx, lctx, err)
 	}
 	if err := r.commitBackup(lctx, j, l, m); err != nil {
-		return nil, BackupStats{}, err
+		return nil, BackupStats{}, leaseErr(ctx, lctx, err)
 	}
 	return m, j.stats(m, time.Since(start)), nil
 }

@@ -92,6 +92,11 @@ func (r *Repo) gcChain(ctx context.Context, chain string, o *GCOptions, st *GCSt
 		return err
 	}
 	defer l.release(ctx)
+	return leaseErr(ctx, lctx, r.gcHeld(lctx, l, chain, o, st))
+}
+
+// gcHeld is gcChain's work under the gc lease l, whose context is lctx.
+func (r *Repo) gcHeld(lctx context.Context, l *lease, chain string, o *GCOptions, st *GCStats) error {
 	if busy, err := r.clearLocks(lctx, l, o.DryRun); err != nil || busy {
 		st.SkippedChains++
 		return err

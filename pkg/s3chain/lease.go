@@ -238,3 +238,14 @@ func (r *Repo) holdWriter(ctx context.Context, chain string) (*lease, context.Co
 
 // errLeaseGone tells whether err means the lease ended (not the caller's ctx).
 func errLeaseGone(err error) bool { return errors.Is(err, ErrLeaseLost) }
+
+// leaseErr is err of work done under a lease whose context lctx (from
+// hold, derived from ctx) ended: when the lease was lost and not the
+// caller's ctx, the loss (ErrLeaseLost, retryable) rather than the
+// "context canceled" the work saw; otherwise err unchanged.
+func leaseErr(ctx, lctx context.Context, err error) error {
+	if cause := context.Cause(lctx); err != nil && errLeaseGone(cause) && ctx.Err() == nil {
+		return cause
+	}
+	return err
+}
