@@ -156,7 +156,17 @@ func (r *Repo) condemn(ctx context.Context, chain string, cands []store.ObjectIn
 		if err := ctx.Err(); err != nil {
 			return err // nothing more sent: every delete so far was answered
 		}
-		if err := r.deleteAnswered(ctx, oi.Key); err != nil {
+		err := r.deleteAnswered(ctx, oi.Key)
+		if errors.Is(err, store.ErrObjectLocked) {
+			// Judged past its retention by the lease's server time, refused
+			// by the store's clock now (a backward step, or a gateway
+			// behind): still locked, so kept, and the refusal was an
+			// answer (nothing of it can land later).
+			st.LockedBlocks++
+			st.LockedBytes += oi.Size
+			continue
+		}
+		if err != nil {
 			answered = false // it may still land: the record must stay
 			return err
 		}
@@ -167,12 +177,13 @@ func (r *Repo) condemn(ctx context.Context, chain string, cands []store.ObjectIn
 }
 
 // deleteAnswered deletes key, trying again a few times after a failure,
-// since only a delete that was answered lets its gc remove its doom record.
+// since only a delete that was answered lets its gc remove its doom record;
+// a refusal for Object Lock retention (store.ErrObjectLocked) is an answer.
 func (r *Repo) deleteAnswered(ctx context.Context, key string) error {
 	wait := 20 * time.Millisecond
 	for try := 1; ; try++ {
 		err := r.store.Delete(ctx, key)
-		if err == nil || try == 3 || ctx.Err() != nil {
+		if err == nil || errors.Is(err, store.ErrObjectLocked) || try == 3 || ctx.Err() != nil {
 			return err
 		}
 		select {
