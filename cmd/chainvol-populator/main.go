@@ -35,7 +35,7 @@ func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
-		fmt.Println(version.String())
+		fmt.Println("chainvol-populator " + version.String())
 		return
 	}
 	if *ns == "" {
