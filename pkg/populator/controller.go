@@ -145,12 +145,17 @@ func (r *Reconciler) restore(ctx context.Context, c *corev1.PersistentVolumeClai
 // once: an existing one of the name is kept).
 func (r *Reconciler) ensure(ctx context.Context, c *corev1.PersistentVolumeClaim, handle, node string) error {
 	objs := []client.Object{contentFor(c, handle, r.Driver, r.Namespace, node), snapshotFor(c, r.Namespace), primeFor(c, r.Namespace, node)}
+	made := false
 	for _, o := range objs {
-		if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, o)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
+		made = err == nil
 	}
-	r.say(c, corev1.EventTypeNormal, ReasonRestoring, fmt.Sprintf("restoring %s on node %s (prime claim %s/%s)", handle, node, r.Namespace, primeName(c.UID)))
+	if made { // the prime claim is new: said once, not at every look
+		r.say(c, corev1.EventTypeNormal, ReasonRestoring, fmt.Sprintf("restoring %s on node %s (prime claim %s/%s)", handle, node, r.Namespace, primeName(c.UID)))
+	}
 	return nil
 }
 
