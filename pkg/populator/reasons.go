@@ -48,7 +48,7 @@ func Classify(msg string) (reason string, permanent bool) {
 		return ReasonUnreachable, false
 	case strings.Contains(low, "fstype") && (code == "InvalidArgument" || code == "AlreadyExists"):
 		return ReasonFSTypeConflict, true
-	case code == "OutOfRange":
+	case code == "OutOfRange" || strings.Contains(low, "is less than the size"): // the provisioner's own check of the snapshot's restoreSize
 		return ReasonTooSmall, true
 	case code == "InvalidArgument" || code == "FailedPrecondition" || code == "AlreadyExists":
 		return ReasonRestoreFailed, true

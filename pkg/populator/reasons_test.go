@@ -18,6 +18,7 @@ func TestClassify(t *testing.T) {
 		{`rpc error: code = Unavailable desc = open backup target s3: dial tcp: connection refused`, ReasonUnreachable, false},
 		{`rpc error: code = InvalidArgument desc = backup x holds a xfs filesystem but the request asks for fsType ext4; drop csi.storage.k8s.io/fstype`, ReasonFSTypeConflict, true},
 		{`rpc error: code = OutOfRange desc = requested 1073741824 bytes is smaller than backup x of 2147483648 bytes`, ReasonTooSmall, true},
+		{`requested volume size 1073741824 is less than the size 2147483648 for the source snapshot prime-x`, ReasonTooSmall, true},
 		{`rpc error: code = FailedPrecondition desc = backup x: damaged`, ReasonRestoreFailed, true},
 		{`rpc error: code = Aborted desc = restore of pvc-1 in progress: 40% (410 MiB of 1.0 GiB)`, ReasonRestoring, false},
 		{`rpc error: code = DeadlineExceeded desc = context deadline exceeded`, ReasonRestoring, false},

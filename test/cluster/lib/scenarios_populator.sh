@@ -22,18 +22,7 @@ bsource() {
 }
 
 # popclaim NS NAME CLASS SIZE SOURCE: a claim filled from a BackupSource.
-popclaim() {
-  apply <<Y
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: $2, namespace: $1}
-spec:
-  storageClassName: $3
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: $4}}
-  dataSourceRef: {apiGroup: chainvol.csi.io, kind: BackupSource, name: $5}
-Y
-}
+popclaim() { pvc "$1" "$2" "$3" "$4" "" "$5"; }
 
 # leftovers: what the populator made that still exists (prime claims and
 # snapshots, contents, PVs once bound to a prime claim), one a line.
@@ -135,6 +124,12 @@ mid_restore() {
     log "prime events: $(events $POP_NS PersistentVolumeClaim "prime-$uid")"; return 1; }
 }
 
+# restores_done: no restore job is published in the driver's state
+# directory (pkg/jobrec records: removed when a job ends).
+restores_done() {
+  [[ $("$BIN/chainvolctl" jobs -o json | jq '[(. // [])[] | select(.kind == "restore")] | length') == 0 ]]
+}
+
 # s_pop_delete_mid: deleting a claim while it is being populated removes
 # the prime claim and the volume.
 s_pop_delete_mid() {
@@ -142,6 +137,10 @@ s_pop_delete_mid() {
   mid_restore popdel || return 1
   k -n popdel delete pod reader --wait=false >/dev/null
   k -n popdel delete pvc data --wait=true --timeout=120s >/dev/null || return 1
+  # The provisioner finishes a CreateVolume it started for the deleted
+  # prime claim; its PV, bound to no claim, is then deleted: wait for the
+  # driver's restore job to end, then for that PV to go.
+  until_true "restore of the deleted claim ended" 300 restores_done || return 1
   no_leftovers "claim deleted mid-restore" || return 1
   expect "PVs of popdel" "$(k get pv -o json | jq '[.items[] | select(.spec.claimRef.namespace == "popdel")] | length')" 0 || return 1
   k delete namespace popdel --wait=true --timeout=120s >/dev/null || return 1
