@@ -178,7 +178,6 @@ install_driver() {
   grep -qF "image: $(cat "$RUN/chainvol-image")" "$RUN/chainvol.yaml" || die "bin/image/chart/chainvol does not run $(cat "$RUN/chainvol-image")"
   "$KUBECTL" apply -f "$RUN/chainvol.yaml" >/dev/null
   wait_for "chainvol DaemonSet" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
-  wait_for "chainvol populator" 180 "$KUBECTL" -n chainvol-system rollout status deploy/chainvol-populator --timeout=1s
   wait_for "CSINode registration" 60 sh -c \
     "'$KUBECTL' get csinode '$NODE_NAME' -o jsonpath='{.spec.drivers[*].name}' | grep -qw chainvol.csi.io"
 }

@@ -57,6 +57,8 @@ bound_after() {
 # backup's fsType); the time to Bound is compared with a fromBackup class
 # restoring the same backup into a claim of the same name.
 s_pop_claim() {
+  k -n "$POP_NS" rollout status deploy/chainvol-populator --timeout=180s >/dev/null || {
+    log "populator not running: $(k -n "$POP_NS" get pods -l app.kubernetes.io/component=populator -o wide 2>&1; k -n "$POP_NS" logs deploy/chainvol-populator --tail=30 2>&1)"; return 1; }
   pop_classes
   k create namespace pop >/dev/null
   pvc pop data e2e-xfs 2Gi
