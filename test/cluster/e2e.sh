@@ -31,6 +31,7 @@ on_exit() {
     if [[ -x $KUBECTL && -f $KUBECONFIG ]] && (( rc != 0 )); then
       timeout 20 "$KUBECTL" get events -A --sort-by=.lastTimestamp > "$CACHE/logs/last-run/events.txt" 2>&1 || true
       timeout 20 "$KUBECTL" -n chainvol-system logs ds/chainvol-node --all-containers --tail=200 > "$CACHE/logs/last-run/driver-pod.txt" 2>&1 || true
+      timeout 20 "$KUBECTL" -n chainvol-system logs deploy/chainvol-populator --tail=300 > "$CACHE/logs/last-run/populator-pod.txt" 2>&1 || true
     fi
   fi
   log "tearing down"
