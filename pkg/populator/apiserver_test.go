@@ -228,7 +228,29 @@ func TestAgainstAPIServer(t *testing.T) {
 		return hasEvent(g, ReasonBackupNotFound) && gone(gp.DeepCopy()) && !controllerutil.ContainsFinalizer(g, Finalizer)
 	})
 
-	// 3. An invalid reference and a claim deleted mid-restore.
+	// 3. An Immediate class: the volume is made on a node running the driver
+	// (the node-deployment provisioners act only on claims with a node).
+	now := storagev1.VolumeBindingImmediate
+	for _, o := range []client.Object{
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "chainvol-now"}, Provisioner: "chainvol.csi.io", VolumeBindingMode: &now},
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "chainvol.csi.io", NodeID: "node-b"}}}},
+	} {
+		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	im := userClaim()
+	im.Name, im.Namespace, im.UID, im.Annotations = "data-db-5", "shop", "", nil
+	*im.Spec.StorageClassName = "chainvol-now"
+	im.Spec.DataSourceRef.Name = "db"
+	if err := cl.Create(ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	if ip := prime(im); ip.Annotations[AnnSelectedNode] != "node-b" {
+		t.Fatalf("prime of an Immediate claim on node %q", ip.Annotations[AnnSelectedNode])
+	}
+
+	// 4. An invalid reference and a claim deleted mid-restore.
 	b := claim("data-db-3", "bad")
 	selectNode(b)
 	eventually("InvalidReference", func() bool { return hasEvent(b, ReasonInvalidReference) })
