@@ -227,6 +227,13 @@ func TestAgainstAPIServer(t *testing.T) {
 		_ = cl.Get(ctx, client.ObjectKeyFromObject(g), g)
 		return hasEvent(g, ReasonBackupNotFound) && gone(gp.DeepCopy()) && !controllerutil.ContainsFinalizer(g, Finalizer)
 	})
+	time.Sleep(time.Second) // a permanent failure is not retried: no new prime claim
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(gp), gp); err == nil && gp.DeletionTimestamp == nil {
+		t.Fatalf("prime claim of %s made again after a permanent failure", g.Name)
+	}
+	if cl.Get(ctx, client.ObjectKeyFromObject(g), g); controllerutil.ContainsFinalizer(g, Finalizer) {
+		t.Fatalf("%s taken again after a permanent failure", g.Name)
+	}
 
 	// 3. An Immediate class: the volume is made on a node running the driver
 	// (the node-deployment provisioners act only on claims with a node).

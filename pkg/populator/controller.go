@@ -39,6 +39,9 @@ type Reconciler struct {
 
 	mu   sync.Mutex
 	said map[types.UID]string // last event message per claim, so progress is told once
+	// stop holds the source generation a claim failed for good at, until
+	// the cached source's status says so too (stopped).
+	stop map[types.UID]int64
 }
 
 // Ours reports whether a claim's dataSourceRef names this populator's API group.
@@ -86,7 +89,7 @@ func (r *Reconciler) populate(ctx context.Context, c *corev1.PersistentVolumeCla
 	}
 	class, ok, err := r.class(ctx, c)
 	if err != nil || !ok {
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, err
+		return ctrl.Result{}, err // another driver's claim, or no class: nothing to do
 	}
 	node := c.Annotations[AnnSelectedNode]
 	if node == "" && class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
@@ -100,7 +103,7 @@ func (r *Reconciler) populate(ctx context.Context, c *corev1.PersistentVolumeCla
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if stopped(&src, c) {
+	if stopped(&src, c) || r.stoppedAt(c.UID, src.Generation) {
 		return ctrl.Result{}, nil // failed for good at this generation of the source
 	}
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
@@ -278,6 +281,12 @@ func (r *Reconciler) release(ctx context.Context, c *corev1.PersistentVolumeClai
 func (r *Reconciler) fail(ctx context.Context, c *corev1.PersistentVolumeClaim, src *BackupSource, bref, reason, msg string) error {
 	r.say(c, corev1.EventTypeWarning, reason, fmt.Sprintf("%s: %s; not retried: fix the %s or the class and re-create the claim", member(c.Name), msg, Kind))
 	r.setStatus(ctx, src, c, bref, "", false, reason, msg)
+	r.mu.Lock()
+	if r.stop == nil {
+		r.stop = map[types.UID]int64{}
+	}
+	r.stop[c.UID] = src.Generation
+	r.mu.Unlock()
 	if err := r.cleanup(ctx, c.UID); err != nil {
 		return err
 	}
@@ -350,9 +359,19 @@ func (r *Reconciler) say(c *corev1.PersistentVolumeClaim, kind, reason, msg stri
 	}
 }
 
-// forget drops the memory of a claim's last event.
+// forget drops the memory of a claim's last event and failure.
 func (r *Reconciler) forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.said, uid)
+	delete(r.stop, uid)
 	r.mu.Unlock()
+}
+
+// stoppedAt reports whether this process saw claim uid fail for good at
+// source generation gen (the cache may not show the status yet).
+func (r *Reconciler) stoppedAt(uid types.UID, gen int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, ok := r.stop[uid]
+	return ok && g == gen
 }
