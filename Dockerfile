@@ -24,7 +24,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -buildvcs=false \
       -ldflags="-s -w -X github.com/chainvol/chainvol/pkg/version.tag=${VERSION} -X github.com/chainvol/chainvol/pkg/version.commit=${COMMIT}" \
-      -o /out/ ./cmd/chainvol-csi ./cmd/chainvolctl
+      -o /out/ ./cmd/chainvol-csi ./cmd/chainvolctl ./cmd/chainvol-populator
 
 # Runtime: what the node plugin executes and nothing else. `make image`
 # builds the same image without an engine (hack/image-base.sh: debootstrap
@@ -44,7 +44,7 @@ RUN apt-get update \
     done \
  && useradd --system --uid 65532 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin chainvol
-COPY --from=build /out/chainvol-csi /out/chainvolctl /usr/local/bin/
+COPY --from=build /out/chainvol-csi /out/chainvolctl /out/chainvol-populator /usr/local/bin/
 ARG VERSION=devel COMMIT=unknown
 LABEL org.opencontainers.image.title="chainvol-csi" \
       org.opencontainers.image.source="https://github.com/chainvol/chainvol" \

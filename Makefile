@@ -90,7 +90,7 @@ demo-s3: deps build ## docs/operator.md "Try it on S3 in five minutes" as writte
 image: build ## node-plugin image without a container engine, then prints how to import and install it (root, Debian base cached)
 	@bash hack/apt-install.sh debootstrap
 	bash hack/image-base.sh $(IMAGE_BASE)
-	$(GO) run ./hack/image -base $(IMAGE_BASE) -bin $(BIN)/chainvol-csi -bin $(BIN)/chainvolctl \
+	$(GO) run ./hack/image -base $(IMAGE_BASE) -bin $(BIN)/chainvol-csi -bin $(BIN)/chainvolctl -bin $(BIN)/chainvol-populator \
 	  -tag $(IMAGE_REPO):$(IMAGE_TAG) -version "$(VERSION)" -commit "$(COMMIT)" \
 	  -out $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -layout $(IMAGE_DIR)/oci
 	$(GO) run ./hack/image -check $(IMAGE_DIR)/chainvol-csi-$(IMAGE_TAG).tar -tag $(IMAGE_REPO):$(IMAGE_TAG) -version $(VERSION)

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -67,6 +68,8 @@ var types = map[string]func() any{
 	"snapshot.storage.k8s.io/v1/VolumeSnapshotContent": func() any { return &snapv1.VolumeSnapshotContent{} },
 	"snapshot.storage.k8s.io/v1/VolumeSnapshot":        func() any { return &snapv1.VolumeSnapshot{} },
 	"kustomize.config.k8s.io/v1beta1/Kustomization":    func() any { return &kustomization{} },
+	"apps/v1/Deployment":                               func() any { return &appsv1.Deployment{} },
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": func() any { return &apiextv1.CustomResourceDefinition{} },
 }
 
 var loaded struct {

@@ -14,6 +14,7 @@ var clusterScoped = map[string]bool{
 	"storage.k8s.io/v1/StorageClass":                   true,
 	"snapshot.storage.k8s.io/v1/VolumeSnapshotClass":   true,
 	"snapshot.storage.k8s.io/v1/VolumeSnapshotContent": true,
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": true,
 }
 
 // objectMeta returns an API object's metadata; ok is false for objects

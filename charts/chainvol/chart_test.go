@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -65,6 +66,14 @@ type prometheusRule struct {
 	} `json:"spec"`
 }
 
+// volumePopulator is populator.storage.k8s.io/v1beta1's VolumePopulator
+// (the volume-data-source-validator's kind).
+type volumePopulator struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	SourceKind        metav1.GroupKind `json:"sourceKind"`
+}
+
 var types = map[string]func() any{
 	"v1/Namespace":                             func() any { return &corev1.Namespace{} },
 	"v1/ServiceAccount":                        func() any { return &corev1.ServiceAccount{} },
@@ -73,12 +82,15 @@ var types = map[string]func() any{
 	"apps/v1/DaemonSet":                        func() any { return &appsv1.DaemonSet{} },
 	"storage.k8s.io/v1/CSIDriver":              func() any { return &storagev1.CSIDriver{} },
 	"rbac.authorization.k8s.io/v1/ClusterRole": func() any { return &rbacv1.ClusterRole{} },
-	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
-	"rbac.authorization.k8s.io/v1/Role":               func() any { return &rbacv1.Role{} },
-	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return &rbacv1.RoleBinding{} },
-	"snapshot.storage.k8s.io/v1/VolumeSnapshotClass":  func() any { return &snapv1.VolumeSnapshotClass{} },
-	"monitoring.coreos.com/v1/PodMonitor":             func() any { return &podMonitor{} },
-	"monitoring.coreos.com/v1/PrometheusRule":         func() any { return &prometheusRule{} },
+	"rbac.authorization.k8s.io/v1/ClusterRoleBinding":  func() any { return &rbacv1.ClusterRoleBinding{} },
+	"rbac.authorization.k8s.io/v1/Role":                func() any { return &rbacv1.Role{} },
+	"rbac.authorization.k8s.io/v1/RoleBinding":         func() any { return &rbacv1.RoleBinding{} },
+	"snapshot.storage.k8s.io/v1/VolumeSnapshotClass":   func() any { return &snapv1.VolumeSnapshotClass{} },
+	"monitoring.coreos.com/v1/PodMonitor":              func() any { return &podMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule":          func() any { return &prometheusRule{} },
+	"apps/v1/Deployment":                               func() any { return &appsv1.Deployment{} },
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": func() any { return &apiextv1.CustomResourceDefinition{} },
+	"populator.storage.k8s.io/v1beta1/VolumePopulator": func() any { return &volumePopulator{} },
 }
 
 // render renders the chart in this directory as `helm template chainvol

@@ -157,7 +157,7 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("provisioner %s %v", prov.Image, prov.Args)
 	}
 	for _, o := range objs {
-		if sa, ok := o.Obj.(*corev1.ServiceAccount); ok && sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
+		if sa, ok := o.Obj.(*corev1.ServiceAccount); ok && sa.Name == "chainvol-node" && sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
 			t.Error("the ServiceAccount lacks the IRSA annotation")
 		}
 	}

@@ -26,7 +26,7 @@ func (a *app) newK8sCmd() *cobra.Command {
 		Short: "Make Kubernetes objects for the backups of a target",
 		RunE:  groupRunE,
 	}
-	cmd.AddCommand(a.newK8sImportCmd(), a.newK8sSnapshotCmd())
+	cmd.AddCommand(a.newK8sImportCmd(), a.newK8sSnapshotCmd(), a.newK8sSourceCmd())
 	return cmd
 }
 

@@ -75,7 +75,7 @@ func Build(s Spec) (v1.Image, error) {
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cf.Config.Labels = map[string]string{
 		"org.opencontainers.image.title":       "chainvol-csi",
-		"org.opencontainers.image.description": "chainvol CSI node plugin and chainvolctl",
+		"org.opencontainers.image.description": "chainvol CSI node plugin, chainvolctl and chainvol-populator",
 		"org.opencontainers.image.source":      Source,
 		"org.opencontainers.image.version":     s.Version,
 		"org.opencontainers.image.revision":    s.Commit,

@@ -48,7 +48,7 @@ func Check(path, tag, version string) error {
 	}
 	fmt.Printf("image-check: %s", out)
 	for _, tool := range [][]string{{"mkfs.xfs", "-V"}, {"mkfs.ext4", "-V"}, {"xfs_growfs", "-V"}, {"resize2fs"},
-		{"losetup", "--version"}, {"blkid", "-V"}, {"mount", "--version"}, {"chainvolctl", "version"}} {
+		{"losetup", "--version"}, {"blkid", "-V"}, {"mount", "--version"}, {"chainvolctl", "version"}, {"chainvol-populator", "-version"}} {
 		// resize2fs without arguments prints its usage and exits 1.
 		if out, err := exec.Command("chroot", append([]string{root}, tool...)...).CombinedOutput(); err != nil && !slices.Equal(tool, []string{"resize2fs"}) {
 			return fmt.Errorf("%s in the image: %v: %s", tool[0], err, out)

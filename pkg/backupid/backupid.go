@@ -53,9 +53,19 @@ func Hashes(idChain, chain string) bool {
 
 // Parse splits a backup snapshot id into a reference; a hashed chain comes
 // back as "~HEX" (match it with Hashes). The backup is an id or "latest";
-// "before:" and "group:" selectors name no single backup and are refused.
-// Errors wrap ErrBadRef.
-func Parse(id string) (Ref, error) {
+// "before:" and "group:" selectors name no single backup and are refused
+// (ParseSource takes them). Errors wrap ErrBadRef.
+func Parse(id string) (Ref, error) { return parse(id, false) }
+
+// ParseSource reads a snapshot id that a restore reads from, as Parse, but
+// also with a "before:T" or "group:ID" selector: the snapshot handles the
+// volume populator writes for a BackupSource (pkg/populator), resolved by
+// the driver when it restores or lists the snapshot. Errors wrap ErrBadRef.
+func ParseSource(id string) (Ref, error) { return parse(id, true) }
+
+// parse is Parse, with selectors allowed when selectors is true.
+func parse(id string, selectors bool) (Ref, error) {
+	one := func(r Ref) bool { return selectors || r.Concrete() || r.Backup == Latest }
 	rest, ok := strings.CutPrefix(id, Prefix)
 	if !ok {
 		return Ref{}, fmt.Errorf("%w: snapshot id %q does not start with %q", ErrBadRef, id, Prefix)
@@ -63,7 +73,7 @@ func Parse(id string) (Ref, error) {
 	if t, after, ok := strings.Cut(rest, ":"); ok {
 		if c, b, ok := strings.Cut(after, "@"); ok && strings.HasPrefix(c, HashedMark) {
 			r := Ref{Target: t, Chain: c, Backup: b}
-			if _, err := ParseRef(t + ":x@" + b); err != nil || !r.Concrete() && b != Latest {
+			if _, err := ParseRef(t + ":x@" + b); err != nil || !one(r) {
 				return r, fmt.Errorf("%w: snapshot id %q: bad target or backup", ErrBadRef, id)
 			}
 			return r, nil
@@ -73,7 +83,7 @@ func Parse(id string) (Ref, error) {
 	if err == nil && r.Target == "" {
 		err = fmt.Errorf("%w: snapshot id %q names no target", ErrBadRef, id)
 	}
-	if err == nil && !r.Concrete() && r.Backup != Latest {
+	if err == nil && !one(r) {
 		err = fmt.Errorf("%w: snapshot id %q names a selector, not one backup", ErrBadRef, id)
 	}
 	return r, err

@@ -75,3 +75,31 @@ func TestFormatInjective(t *testing.T) {
 		t.Fatalf("only %d valid references generated", len(seen))
 	}
 }
+
+// TestParseSource: a restore source takes the selectors Parse refuses,
+// hashed chains included, and refuses what Parse refuses otherwise.
+func TestParseSource(t *testing.T) {
+	for id, want := range map[string]Ref{
+		"backup:t:shop/db@before:2026-11-29T10:00:00Z": {Target: "t", Chain: "shop/db", Backup: "before:2026-11-29T10:00:00Z"},
+		"backup:t:shop/db@group:g1":                    {Target: "t", Chain: "shop/db", Backup: "group:g1"},
+		"backup:t:~0123@before:2026-11-29T10:00:00Z":   {Target: "t", Chain: "~0123", Backup: "before:2026-11-29T10:00:00Z"},
+		"backup:t:shop/db@latest":                      {Target: "t", Chain: "shop/db", Backup: "latest"},
+	} {
+		if got, err := ParseSource(id); err != nil || got != want {
+			t.Errorf("ParseSource(%q) = %+v, %v; want %+v", id, got, err, want)
+		}
+	}
+	for _, id := range []string{"backup:shop/db@group:g1", "backup:t:shop/db@before:yesterday", "backup:BAD:~0123@x", "snap-1"} {
+		if r, err := ParseSource(id); !errors.Is(err, ErrBadRef) {
+			t.Errorf("ParseSource(%q) = %+v, %v; want ErrBadRef", id, r, err)
+		}
+	}
+}
+
+// TestFillTemplate: both templates, every occurrence, and nothing else.
+func TestFillTemplate(t *testing.T) {
+	got := FillTemplate("offsite:${pvc.namespace}/${pvc.name}@before:2026-11-29T10:00:00Z", "shop", "data-db-10")
+	if got != "offsite:shop/data-db-10@before:2026-11-29T10:00:00Z" || !HasTemplate("${pvc.name}") || HasTemplate("shop/db") {
+		t.Fatalf("FillTemplate = %q", got)
+	}
+}

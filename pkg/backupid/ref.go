@@ -111,3 +111,23 @@ func checkSelector(b string) error {
 	}
 	return CheckBackupID(b)
 }
+
+// Templates a reference may use for the claim it restores into: the
+// fromBackup parameter (filled from the external-provisioner's
+// --extra-create-metadata parameters) and a BackupSource's chain (filled
+// from the claim that names it).
+const (
+	TemplateNamespace = "${pvc.namespace}"
+	TemplateName      = "${pvc.name}"
+)
+
+// HasTemplate reports whether s uses TemplateNamespace or TemplateName.
+func HasTemplate(s string) bool {
+	return strings.Contains(s, TemplateNamespace) || strings.Contains(s, TemplateName)
+}
+
+// FillTemplate replaces TemplateNamespace and TemplateName in s by a
+// claim's namespace and name; the result still goes through ParseRef.
+func FillTemplate(s, namespace, name string) string {
+	return strings.NewReplacer(TemplateNamespace, namespace, TemplateName, name).Replace(s)
+}

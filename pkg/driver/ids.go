@@ -18,7 +18,8 @@ func validVolumeID(id string) bool { return backend.ValidID(id) }
 
 // validSnapshotID reports whether id can name a chainvol snapshot: an lvol
 // id, or a backup id "backup:TARGET:CHAIN@BACKUP" of at most 128 bytes
-// (CSI spec "Size Limits") that parses.
+// (CSI spec "Size Limits") that parses, a selector included (the
+// populator's handles: volume.ParseBackupSource).
 func validSnapshotID(id string) bool {
 	if backend.ValidID(id) {
 		return true
@@ -26,7 +27,7 @@ func validSnapshotID(id string) bool {
 	if !volume.IsBackupID(id) || len(id) > volume.MaxIDLen {
 		return false
 	}
-	_, err := volume.ParseBackupID(id)
+	_, err := volume.ParseBackupSource(id)
 	return err == nil
 }
 

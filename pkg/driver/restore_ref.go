@@ -1,20 +1,20 @@
 package driver
 
 import (
-	"strings"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
 // Templates a fromBackup parameter may use, filled from the
-// external-provisioner's --extra-create-metadata parameters.
+// external-provisioner's --extra-create-metadata parameters (the rules
+// the volume populator shares: backupid.FillTemplate).
 const (
-	tmplPVCNamespace = "${pvc.namespace}"
-	tmplPVCName      = "${pvc.name}"
+	tmplPVCNamespace = backupid.TemplateNamespace
+	tmplPVCName      = backupid.TemplateName
 )
 
 // restoreRef finds the backup a restore request names: the fromBackup
@@ -25,19 +25,19 @@ func restoreRef(vr volumeRequest) (target.Ref, error) {
 		if vr.params.FromBackup != "" {
 			return target.Ref{}, status.Error(codes.InvalidArgument, "give either fromBackup or a backup snapshot source, not both")
 		}
-		r, err := volume.ParseBackupID(id)
+		r, err := volume.ParseBackupSource(id)
 		if err != nil {
 			return r, status.Errorf(codes.NotFound, "snapshot source %q: %v", id, err)
 		}
 		return r, nil
 	}
 	raw := vr.params.FromBackup
-	if strings.Contains(raw, tmplPVCNamespace) || strings.Contains(raw, tmplPVCName) {
+	if backupid.HasTemplate(raw) {
 		if vr.params.PVCName == "" || vr.params.PVCNamespace == "" {
 			return target.Ref{}, status.Errorf(codes.InvalidArgument, "%s %q uses %s/%s but the request carries no PVC metadata: run the external-provisioner with --extra-create-metadata",
 				ParamFromBackup, raw, tmplPVCNamespace, tmplPVCName)
 		}
-		raw = strings.NewReplacer(tmplPVCNamespace, vr.params.PVCNamespace, tmplPVCName, vr.params.PVCName).Replace(raw)
+		raw = backupid.FillTemplate(raw, vr.params.PVCNamespace, vr.params.PVCName)
 	}
 	r, err := target.ParseRef(raw)
 	if err != nil {

@@ -143,8 +143,10 @@ func (m *Manager) recordedBackup(ctx context.Context, req BackupRequest) (Backup
 
 // FindBackup finds one backup by snapshot id: this node's local snapshot
 // (an upload not done yet is not ready), else its manifest in the target,
-// read with secrets. Errors: ErrNoBackup when the id names nothing that
-// exists (a backup id naming "latest" included); ClassDenied when the
+// read with secrets; "latest", "before:T" and "group:ID" name the backup
+// target.Select picks now (the volume populator's pre-provisioned
+// handles: the csi-snapshotter checks them with ListSnapshots). Errors:
+// ErrNoBackup when the id names nothing that exists; ClassDenied when the
 // backup exists but the secrets lack its chain's key; the target's and
 // pool's sentinels, saying what was being read.
 func (m *Manager) FindBackup(ctx context.Context, id string, secrets map[string]string) (Backup, error) {
@@ -153,8 +155,8 @@ func (m *Manager) FindBackup(ctx context.Context, id string, secrets map[string]
 	} else if !errors.Is(err, backend.ErrNotFound) {
 		return Backup{}, fmt.Errorf("look up the local snapshot of %s: %w", id, err)
 	}
-	ref, err := ParseBackupID(id)
-	if err != nil || ref.Backup == target.Latest {
+	ref, err := ParseBackupSource(id)
+	if err != nil {
 		return Backup{}, ErrNoBackup
 	}
 	repo, err := m.cfg.Targets.Open(ctx, ref.Target, secrets)
@@ -165,7 +167,7 @@ func (m *Manager) FindBackup(ctx context.Context, id string, secrets map[string]
 	}
 	if ref, err = ResolveChain(ctx, repo, ref); err == nil {
 		var man *s3chain.Manifest
-		if man, err = repo.Manifest(ctx, ref.Chain, ref.Backup); err == nil {
+		if man, err = target.Select(ctx, repo, ref); err == nil { // an id, latest, before:T or group:ID
 			return Backup{ID: id, Manifest: man, Ready: true}, nil
 		}
 	}

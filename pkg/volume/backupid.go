@@ -27,6 +27,12 @@ func BackupID(r target.Ref) string { return backupid.Format(r) }
 // chain comes back as "~HEX" for ResolveChain. Errors wrap target.ErrBadRef.
 func ParseBackupID(id string) (target.Ref, error) { return backupid.Parse(id) }
 
+// ParseBackupSource is ParseBackupID that also takes a "before:T" or
+// "group:ID" selector: the id of a restore source or a pre-provisioned
+// snapshot handle (the volume populator's), which Restore and FindBackup
+// resolve with target.Select. Errors wrap target.ErrBadRef.
+func ParseBackupSource(id string) (target.Ref, error) { return backupid.ParseSource(id) }
+
 // SameChain reports whether r, parsed from a backup snapshot id, names
 // chain of target tgt, hashed or not.
 func SameChain(r target.Ref, tgt, chain string) bool {

@@ -13,6 +13,7 @@ source "$HERE/lib/kube.sh"
 source "$HERE/lib/scenarios.sh"
 source "$HERE/lib/scenarios_apps.sh"
 source "$HERE/lib/scenarios_lock.sh"
+source "$HERE/lib/scenarios_populator.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
 # restore outlives the provisioner's CreateVolume timeout (3s in
@@ -31,6 +32,7 @@ on_exit() {
     if [[ -x $KUBECTL && -f $KUBECONFIG ]] && (( rc != 0 )); then
       timeout 20 "$KUBECTL" get events -A --sort-by=.lastTimestamp > "$CACHE/logs/last-run/events.txt" 2>&1 || true
       timeout 20 "$KUBECTL" -n chainvol-system logs ds/chainvol-node --all-containers --tail=200 > "$CACHE/logs/last-run/driver-pod.txt" 2>&1 || true
+      timeout 20 "$KUBECTL" -n chainvol-system logs deploy/chainvol-populator --tail=300 > "$CACHE/logs/last-run/populator-pod.txt" 2>&1 || true
     fi
   fi
   log "tearing down"
@@ -80,6 +82,11 @@ step "XFS backup through the example restore class" s_example_restore_class
 step "issue 14: import by handle after losing all" s_import_after_loss
 step "issue 18: StatefulSet back from @before:T" s_statefulset_before
 step "issue 18: Delete-class import frees bytes" s_retention
+step "issue 26: populator fills a claim (WFFC)" s_pop_claim
+step "issue 26: missing backup: reason, no leftovers" s_pop_missing
+step "issue 26: StatefulSet from one BackupSource" s_pop_statefulset
+step "issue 26: claim deleted mid-restore" s_pop_delete_mid
+step "issue 26: populator killed mid-restore" s_pop_kill
 # Issue 30's scenarios have not yet run on a cluster (the machine's one
 # cluster was busy): opt-in with E2E_ISSUE30=1 until a run passes.
 if [[ ${E2E_ISSUE30:-} == 1 ]]; then

@@ -21,10 +21,12 @@ until_true() {
 # jp NS KIND/NAME JSONPATH: one field of an object.
 jp() { k -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
 
-# pvc NS NAME CLASS SIZE [DATASOURCE_SNAPSHOT]: a claim.
+# pvc NS NAME CLASS SIZE [DATASOURCE_SNAPSHOT [BACKUPSOURCE]]: a claim,
+# from a VolumeSnapshot or (issue 26's populator) a BackupSource.
 pvc() {
   local src=""
   [[ -n ${5:-} ]] && src="  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: $5}"
+  [[ -n ${6:-} ]] && src="  dataSourceRef: {apiGroup: chainvol.csi.io, kind: BackupSource, name: $6}"
   apply <<Y
 apiVersion: v1
 kind: PersistentVolumeClaim
