@@ -1,3 +1,9 @@
+//go:build apiserver
+
+// Opt-in (go test -tags apiserver ./pkg/populator/): needs etcd on PATH and
+// the kube-apiserver that make e2e-cluster builds into its cache, which a
+// fresh machine running make test has not; docs/TESTING.md.
+
 package populator
 
 import (
