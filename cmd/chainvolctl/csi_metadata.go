@@ -51,17 +51,22 @@ func (m *metadataFlags) add(cmd *cobra.Command) {
 	m.s.add(fl)
 }
 
-func (a *app) newCSIMetadataAllocatedCmd(f *csiFlags) *cobra.Command {
+// metaOpen starts one stream of a snapshot-metadata command from byte
+// start, for the snapshot ids in argv.
+type metaOpen func(ctx context.Context, c *csiClient, m *metadataFlags, argv []string, secrets map[string]string, start int64) (metaRecv, error)
+
+// newCSIMetadataStreamCmd is one snapshot-metadata command: ids snapshot
+// ids as arguments, then SRC DST with --apply.
+func (a *app) newCSIMetadataStreamCmd(f *csiFlags, use, short, example string, ids int, open metaOpen) *cobra.Command {
 	var m metadataFlags
 	cmd := &cobra.Command{
-		Use:     "allocated SNAPSHOT_ID [--apply SRC DST]",
-		Short:   "The ranges of a snapshot that hold data (GetMetadataAllocated)",
-		Example: "  chainvolctl csi snapshot-metadata allocated backup:default:ns/data@20260101T000000Z -o json",
-		Args:    args(cobra.RangeArgs(1, 3)),
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    args(cobra.RangeArgs(ids, ids+2)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			return a.runMetadata(cmd, f, &m, argv, 1, func(ctx context.Context, c *csiClient, secrets map[string]string, start int64) (metaRecv, error) {
-				st, err := c.meta.GetMetadataAllocated(ctx, &csi.GetMetadataAllocatedRequest{SnapshotId: argv[0], StartingOffset: start, MaxResults: m.maxResults, Secrets: secrets})
-				return func() (metaMessage, error) { return st.Recv() }, err
+			return a.runMetadata(cmd, f, &m, argv, ids, func(ctx context.Context, c *csiClient, secrets map[string]string, start int64) (metaRecv, error) {
+				return open(ctx, c, &m, argv, secrets, start)
 			})
 		}),
 	}
@@ -69,23 +74,25 @@ func (a *app) newCSIMetadataAllocatedCmd(f *csiFlags) *cobra.Command {
 	return cmd
 }
 
+func (a *app) newCSIMetadataAllocatedCmd(f *csiFlags) *cobra.Command {
+	return a.newCSIMetadataStreamCmd(f, "allocated SNAPSHOT_ID [--apply SRC DST]",
+		"The ranges of a snapshot that hold data (GetMetadataAllocated)",
+		"  chainvolctl csi snapshot-metadata allocated backup:default:ns/data@20260101T000000Z -o json", 1,
+		func(ctx context.Context, c *csiClient, m *metadataFlags, argv []string, secrets map[string]string, start int64) (metaRecv, error) {
+			st, err := c.meta.GetMetadataAllocated(ctx, &csi.GetMetadataAllocatedRequest{SnapshotId: argv[0], StartingOffset: start, MaxResults: m.maxResults, Secrets: secrets})
+			return func() (metaMessage, error) { return st.Recv() }, err
+		})
+}
+
 func (a *app) newCSIMetadataDeltaCmd(f *csiFlags) *cobra.Command {
-	var m metadataFlags
-	cmd := &cobra.Command{
-		Use:     "delta BASE_ID TARGET_ID [--apply SRC DST]",
-		Short:   "The ranges that changed from one snapshot to a later one (GetMetadataDelta)",
-		Example: "  chainvolctl csi snapshot-metadata delta SNAP_1 SNAP_2 --apply /dev/xvdb copy.img",
-		Args:    args(cobra.RangeArgs(2, 4)),
-		RunE: a.run(func(cmd *cobra.Command, argv []string) error {
-			return a.runMetadata(cmd, f, &m, argv, 2, func(ctx context.Context, c *csiClient, secrets map[string]string, start int64) (metaRecv, error) {
-				st, err := c.meta.GetMetadataDelta(ctx, &csi.GetMetadataDeltaRequest{BaseSnapshotId: argv[0], TargetSnapshotId: argv[1],
-					StartingOffset: start, MaxResults: m.maxResults, Secrets: secrets})
-				return func() (metaMessage, error) { return st.Recv() }, err
-			})
-		}),
-	}
-	m.add(cmd)
-	return cmd
+	return a.newCSIMetadataStreamCmd(f, "delta BASE_ID TARGET_ID [--apply SRC DST]",
+		"The ranges that changed from one snapshot to a later one (GetMetadataDelta)",
+		"  chainvolctl csi snapshot-metadata delta SNAP_1 SNAP_2 --apply /dev/xvdb copy.img", 2,
+		func(ctx context.Context, c *csiClient, m *metadataFlags, argv []string, secrets map[string]string, start int64) (metaRecv, error) {
+			st, err := c.meta.GetMetadataDelta(ctx, &csi.GetMetadataDeltaRequest{BaseSnapshotId: argv[0], TargetSnapshotId: argv[1],
+				StartingOffset: start, MaxResults: m.maxResults, Secrets: secrets})
+			return func() (metaMessage, error) { return st.Recv() }, err
+		})
 }
 
 // metaMessage is what both responses have.

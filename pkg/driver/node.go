@@ -140,6 +140,19 @@ func (d *node) volumeFile(ctx context.Context, id string) (backend.LVol, string,
 	return lv, file, nil
 }
 
+// lockedVolumeFile is volumeFile under the lvol's lock (locks.go), for the
+// node RPCs that change what a volume's data file serves; unlock releases
+// it. Errors: volumeFile's, ErrBusy while another call holds the lock.
+func (d *node) lockedVolumeFile(ctx context.Context, id string) (lv backend.LVol, file string, unlock func(), err error) {
+	if lv, file, err = d.volumeFile(ctx, id); err != nil {
+		return lv, file, nil, err
+	}
+	if unlock, err = lock(d.vols, lvolLock(id)); err != nil {
+		return lv, file, nil, err
+	}
+	return lv, file, unlock, nil
+}
+
 // stageable refuses a volume that is still being restored, or one created
 // for the other access type (CSI spec "Exceeds capabilities": FailedPrecondition).
 func stageable(lv backend.LVol, access string) error {

@@ -33,11 +33,7 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		}
 		rawBlock = access == accessBlock
 	}
-	lv, file, err := d.volumeFile(ctx, id)
-	if err != nil {
-		return nil, nodeError("", err)
-	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	lv, file, unlock, err := d.lockedVolumeFile(ctx, id)
 	if err != nil {
 		return nil, nodeError("", err)
 	}

@@ -42,11 +42,7 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 		// CSI spec "Staging target path not set": we advertise STAGE_UNSTAGE_VOLUME.
 		return nil, status.Error(codes.FailedPrecondition, "staging_target_path is required: the volume must be staged with NodeStageVolume first")
 	}
-	_, file, err := d.volumeFile(ctx, id)
-	if err != nil {
-		return nil, nodeError("", err)
-	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	_, file, unlock, err := d.lockedVolumeFile(ctx, id)
 	if err != nil {
 		return nil, nodeError("", err)
 	}
