@@ -35,20 +35,15 @@ volume and node.`,
 }
 
 func (a *app) newCSIUnstageCmd(f *csiFlags) *cobra.Command {
-	var staging string
-	cmd := &cobra.Command{
-		Use:     "unstage VOLUME_ID --staging-path DIR",
-		Short:   "Unstage a volume: unmount and detach it (Node service)",
-		Long:    "NodeUnstageVolume: unmount the staging path and detach the volume's loop device.",
-		Example: "  chainvolctl csi unstage VOLUME_ID --staging-path /mnt/stage",
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
-			_, err := c.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
-			return "unstaged " + id, explainCSI(err)
-		}),
-	}
-	requiredFlag(cmd.Flags(), &staging, "staging-path", "staging directory")
-	return cmd
+	return a.newCSIUndoCmd(f, nodeUndo{use: "unstage VOLUME_ID --staging-path DIR",
+		short: "Unstage a volume: unmount and detach it (Node service)",
+		long:  "NodeUnstageVolume: unmount the staging path and detach the volume's loop device.",
+		ex:    "  chainvolctl csi unstage VOLUME_ID --staging-path /mnt/stage",
+		flag:  "staging-path", help: "staging directory", done: "unstaged ",
+		call: func(ctx context.Context, c *csiClient, id, path string) error {
+			_, err := c.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: path})
+			return err
+		}})
 }
 
 func (a *app) newCSIPublishCmd(f *csiFlags) *cobra.Command {
@@ -82,19 +77,33 @@ kubelet does for each pod.`,
 }
 
 func (a *app) newCSIUnpublishCmd(f *csiFlags) *cobra.Command {
-	var targetPath string
-	cmd := &cobra.Command{
-		Use:     "unpublish VOLUME_ID --target-path PATH",
-		Short:   "Unpublish a volume from a target path (Node service)",
-		Long:    "NodeUnpublishVolume: unmount the target path and remove it.",
-		Example: "  chainvolctl csi unpublish VOLUME_ID --target-path /mnt/pod",
-		Args:    args(cobra.ExactArgs(1)),
+	return a.newCSIUndoCmd(f, nodeUndo{use: "unpublish VOLUME_ID --target-path PATH",
+		short: "Unpublish a volume from a target path (Node service)",
+		long:  "NodeUnpublishVolume: unmount the target path and remove it.",
+		ex:    "  chainvolctl csi unpublish VOLUME_ID --target-path /mnt/pod",
+		flag:  "target-path", help: "published path", done: "unpublished ",
+		call: func(ctx context.Context, c *csiClient, id, path string) error {
+			_, err := c.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: path})
+			return err
+		}})
+}
+
+// nodeUndo describes a node command that undoes a stage or a publish: one
+// volume id, one required path flag, one call.
+type nodeUndo struct {
+	use, short, long, ex string
+	flag, help, done     string
+	call                 func(ctx context.Context, c *csiClient, id, path string) error
+}
+
+func (a *app) newCSIUndoCmd(f *csiFlags, u nodeUndo) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{Use: u.use, Short: u.short, Long: u.long, Example: u.ex, Args: args(cobra.ExactArgs(1)),
 		RunE: a.idCall(f, func(ctx context.Context, c *csiClient, id string) (string, error) {
-			_, err := c.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: targetPath})
-			return "unpublished " + id, explainCSI(err)
+			return u.done + id, explainCSI(u.call(ctx, c, id, path))
 		}),
 	}
-	requiredFlag(cmd.Flags(), &targetPath, "target-path", "published path")
+	requiredFlag(cmd.Flags(), &path, u.flag, u.help)
 	return cmd
 }
 
