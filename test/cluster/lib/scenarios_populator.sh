@@ -178,7 +178,7 @@ popsts_write() {
       run_pod "$1" "w$r-$i" "data-db-$i" "echo db-$i round $r > /data/who && sync && echo ok > /dev/termination-log" >/dev/null || return 1
       snapshot "$1" "r$r-db-$i" "data-db-$i" >/dev/null || return 1
     done
-    (( r == 1 )) && { sleep 1.2; date -u +%FT%TZ; sleep 1.2; }
+    if (( r == 1 )); then sleep 1.2; date -u +%FT%TZ; sleep 1.2; fi
   done
 }
 
