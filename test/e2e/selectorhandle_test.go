@@ -1,17 +1,24 @@
 package e2e
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/internal/csitest"
+	"github.com/chainvol/chainvol/pkg/driver"
 )
 
 // TestSelectorHandles: the snapshot handles the volume populator writes
 // (pkg/populator) name a selector, "backup:TARGET:CHAIN@before:T" or
 // "@latest": ListSnapshots by that id (the csi-snapshotter's check of a
 // pre-provisioned content) answers the backup the selector picks, ready,
+// under that backup's concrete snapshot id,
 // and an empty list when it picks none; CreateVolume from it restores that
 // backup (restoredFrom names the concrete id).
 func TestSelectorHandles(t *testing.T) {
@@ -45,6 +52,9 @@ func TestSelectorHandles(t *testing.T) {
 		if len(resp.GetEntries()) != 1 || !resp.GetEntries()[0].GetSnapshot().GetReadyToUse() || resp.GetEntries()[0].GetSnapshot().GetSizeBytes() == 0 {
 			t.Fatalf("ListSnapshots %s: %v, want one ready backup", handle, resp.GetEntries())
 		}
+		if got := resp.GetEntries()[0].GetSnapshot().GetSnapshotId(); got != want {
+			t.Errorf("ListSnapshots %s answers snapshot_id %q, want the concrete %q (not a moving selector)", handle, got, want)
+		}
 	}
 	v := restore(t, n.Ctrl, restoreReq("pvc-0002", before, volSize, mountCap("ext4")))
 	if got := v.GetVolumeContext()["restoredFrom"]; got != id1[len("backup:"):] {
@@ -53,4 +63,68 @@ func TestSelectorHandles(t *testing.T) {
 	rp := stagePublish(t, n.Node, v.GetVolumeId(), mountCap("ext4"))
 	sameTree(t, "restore from a before: handle", rp.Path, first)
 	unpublishUnstage(t, rp)
+}
+
+// TestRestartMidRestoreLatestMoved: a restore from an "@latest" handle is
+// killed (SIGKILL) mid-way, a new backup lands in the chain (latest
+// moves), and the provisioner's retry to a new driver resumes THE SAME
+// backup: the volume holds the first backup's exact bytes, restoredFrom
+// names it, and a later retry answers that volume unchanged.
+func TestRestartMidRestoreLatestMoved(t *testing.T) {
+	s3 := startS3(t)
+	proxy := startSlowProxy(t, s3.srv.Endpoint)
+	poolDir, dir := newPool(t), t.TempDir()
+	opts := driver.Options{Endpoint: "unix://" + filepath.Join(dir, "csi.sock"), NodeID: "node-a", PoolDir: poolDir,
+		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
+	s3.opts(s3.url(proxy.Addr))(&opts)
+	noLocalBase(&opts) // the restore must read the (slow) target
+	first := startChild(t, opts)
+
+	const size = 256 * mib
+	vol := createVolume(t, first.Ctrl, "latest-src", size, blockCap(), nil)
+	pub := stagePublish(t, first.Node, vol.GetVolumeId(), blockCap())
+	writeDevice(t, pub.Path, 9, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(32*mib))
+	want := hashDevice(t, pub.Path)
+	if err := pub.release(); err != nil {
+		t.Fatal(err)
+	}
+	id1 := backup(t, first.Ctrl, vol.GetVolumeId(), "latest-b1", "")
+	latest := id1[:strings.LastIndex(id1, "@")] + "@latest"
+
+	proxy.setDelay(time.Second)
+	req := restoreReq("latest-copy", latest, size, blockCap())
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	_, err := first.Ctrl.CreateVolume(ctx, req)
+	cancel()
+	wantCode(t, "first CreateVolume of a slow restore", err, codes.Aborted, "progress")
+	time.Sleep(1500 * time.Millisecond)
+	first.kill()
+
+	proxy.setDelay(0)
+	second := csitest.Start(t, "node-a", poolDir, func(o *driver.Options) {
+		o.StateDir, o.BackupTargets, o.BackupCredentialsFile = opts.StateDir, opts.BackupTargets, opts.BackupCredentialsFile
+	})
+	// Other bytes, backed up: "latest" now names them.
+	sp := stagePublish(t, second.Node, vol.GetVolumeId(), blockCap())
+	writeDevice(t, sp.Path, 10, []int64{0, 96 * mib, 160 * mib}, int(16*mib))
+	moved := hashDevice(t, sp.Path)
+	unpublishUnstage(t, sp)
+	id2 := backup(t, second.Ctrl, vol.GetVolumeId(), "latest-b2", "")
+	if id2 == id1 || moved == want {
+		t.Fatalf("the second backup %s is not new bytes", id2)
+	}
+	for try := range 2 {
+		v, err := createRestored(t, second.Ctrl, req, 20*time.Second)
+		if err != nil {
+			t.Fatalf("CreateVolume %d after the restart: %v", try, err)
+		}
+		if got := v.GetVolumeContext()["restoredFrom"]; got != id1[len("backup:"):] {
+			t.Errorf("try %d: restoredFrom %q, want the first attempt's %q", try, got, id1[len("backup:"):])
+		}
+		rp := stagePublish(t, second.Node, v.GetVolumeId(), blockCap())
+		if got := hashDevice(t, rp.Path); got != want {
+			t.Fatalf("try %d: volume resumed across a restart after latest moved: sha256 %x, want the first backup's %x (latest's %x)", try, got, want, moved)
+		}
+		unpublishUnstage(t, rp)
+	}
 }
