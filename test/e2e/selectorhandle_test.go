@@ -19,7 +19,8 @@ import (
 // "@latest": ListSnapshots by that id (the csi-snapshotter's check of a
 // pre-provisioned content) answers the backup the selector picks, ready,
 // under that backup's concrete snapshot id,
-// and an empty list when it picks none; CreateVolume from it restores that
+// and an empty list when it picks none; DeleteSnapshot of a handle deletes
+// nothing; CreateVolume from it restores that
 // backup (restoredFrom names the concrete id).
 func TestSelectorHandles(t *testing.T) {
 	s3 := startS3(t)
@@ -54,6 +55,18 @@ func TestSelectorHandles(t *testing.T) {
 		}
 		if got := resp.GetEntries()[0].GetSnapshot().GetSnapshotId(); got != want {
 			t.Errorf("ListSnapshots %s answers snapshot_id %q, want the concrete %q (not a moving selector)", handle, got, want)
+		}
+	}
+	// Deleting a selector handle (a static content's Delete policy)
+	// deletes nothing, never the backup it picks now.
+	for _, handle := range []string{latest, before} {
+		if _, err := n.Ctrl.DeleteSnapshot(rpcCtx(t), &csi.DeleteSnapshotRequest{SnapshotId: handle}); err != nil {
+			t.Errorf("DeleteSnapshot %s: %v, want OK (a selector names no backup to delete)", handle, err)
+		}
+	}
+	for _, id := range []string{id1, id2} {
+		if resp, err := n.Ctrl.ListSnapshots(rpcCtx(t), &csi.ListSnapshotsRequest{SnapshotId: id}); err != nil || len(resp.GetEntries()) != 1 {
+			t.Errorf("backup %s after deleting selector handles: %v, %v; want it kept", id, resp.GetEntries(), err)
 		}
 	}
 	v := restore(t, n.Ctrl, restoreReq("pvc-0002", before, volSize, mountCap("ext4")))
