@@ -73,6 +73,10 @@ func TestSelectorHandles(t *testing.T) {
 	if got := v.GetVolumeContext()["restoredFrom"]; got != id1[len("backup:"):] {
 		t.Errorf("restoredFrom %q, want %q (before:%s resolved by the driver)", got, id1[len("backup:"):], between)
 	}
+	// The same name with another backup is another volume: AlreadyExists,
+	// never the first one answered for other content.
+	_, err := n.Ctrl.CreateVolume(rpcCtx(t), restoreReq("pvc-0002", id2, volSize, mountCap("ext4")))
+	wantCode(t, "CreateVolume pvc-0002 again from another backup", err, codes.AlreadyExists, "")
 	rp := stagePublish(t, n.Node, v.GetVolumeId(), mountCap("ext4"))
 	sameTree(t, "restore from a before: handle", rp.Path, first)
 	unpublishUnstage(t, rp)
