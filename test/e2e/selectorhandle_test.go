@@ -2,16 +2,12 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
-
-	"github.com/chainvol/chainvol/internal/csitest"
-	"github.com/chainvol/chainvol/pkg/driver"
 )
 
 // TestSelectorHandles: the snapshot handles the volume populator writes
@@ -88,23 +84,9 @@ func TestSelectorHandles(t *testing.T) {
 // backup: the volume holds the first backup's exact bytes, restoredFrom
 // names it, and a later retry answers that volume unchanged.
 func TestRestartMidRestoreLatestMoved(t *testing.T) {
-	s3 := startS3(t)
-	proxy := startSlowProxy(t, s3.srv.Endpoint)
-	poolDir, dir := newPool(t), t.TempDir()
-	opts := driver.Options{Endpoint: "unix://" + filepath.Join(dir, "csi.sock"), NodeID: "node-a", PoolDir: poolDir,
-		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
-	s3.opts(s3.url(proxy.Addr))(&opts)
-	noLocalBase(&opts) // the restore must read the (slow) target
-	first := startChild(t, opts)
-
 	const size = 256 * mib
-	vol := createVolume(t, first.Ctrl, "latest-src", size, blockCap(), nil)
-	pub := stagePublish(t, first.Node, vol.GetVolumeId(), blockCap())
-	writeDevice(t, pub.Path, 9, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(32*mib))
-	want := hashDevice(t, pub.Path)
-	if err := pub.release(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRestartRig(t, "latest-src", size)
+	first, proxy, vol, want := r.first, r.proxy, r.vol, r.want
 	id1 := backup(t, first.Ctrl, vol.GetVolumeId(), "latest-b1", "")
 	latest := id1[:strings.LastIndex(id1, "@")] + "@latest"
 
@@ -118,9 +100,7 @@ func TestRestartMidRestoreLatestMoved(t *testing.T) {
 	first.kill()
 
 	proxy.setDelay(0)
-	second := csitest.Start(t, "node-a", poolDir, func(o *driver.Options) {
-		o.StateDir, o.BackupTargets, o.BackupCredentialsFile = opts.StateDir, opts.BackupTargets, opts.BackupCredentialsFile
-	})
+	second := r.restart(t)
 	// Other bytes, backed up: "latest" now names them.
 	sp := stagePublish(t, second.Node, vol.GetVolumeId(), blockCap())
 	writeDevice(t, sp.Path, 10, []int64{0, 96 * mib, 160 * mib}, int(16*mib))
