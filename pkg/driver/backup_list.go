@@ -70,9 +70,17 @@ var errNoSnapshot = volume.ErrNoBackup
 // into its child so later backups still restore) and its local snapshot.
 // An unknown target, chain or backup is already gone: success. A backup
 // under S3 Object Lock retention is refused (FailedPrecondition naming the
-// date) before anything local is dropped.
+// date) before anything local is dropped. A selector id (the volume
+// populator's handles) deletes nothing.
 func (d *core) deleteBackupSnapshot(ctx context.Context, id string, secrets map[string]string) error {
 	ref, err := volume.ParseBackupID(id)
+	if err == nil && !ref.Concrete() {
+		// "@latest" (like "@before:T", which ParseBackupID refuses) names
+		// no backup of its own: deleting the handle deletes nothing, never
+		// the backup it picks now.
+		klog.InfoS("snapshot id names a selector, not a backup: nothing deleted", "snapshot", id)
+		return nil
+	}
 	if err == nil {
 		if err := d.refuseRetained(ctx, id, ref, secrets); err != nil {
 			return err

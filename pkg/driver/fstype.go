@@ -17,9 +17,14 @@ func settleFSType(requested, srcFS, what string) (string, error) {
 // sourceFSType is the filesystem a local source lvol holds: its label, or,
 // when none was recorded (created without an fsType and formatted by
 // NodeStageVolume with the default), what blkid finds in its data file.
-// "" for no source, a blank or a block volume without a filesystem.
+// "" for no source, a blank or a block volume without a filesystem. A
+// Block source is always read from its data file: its label may be stale
+// (a Block volume made from a filesystem records it, then its user may
+// overwrite every byte), and a mount volume trusting it would be
+// formatted over those bytes by NodeStageVolume (issue 28).
 func (d *controller) sourceFSType(ctx context.Context, src backend.LVol) (string, error) {
-	if fs := volume.Of(src).FSType; src.ID == "" || fs != "" {
+	rec := volume.Of(src)
+	if fs := rec.FSType; src.ID == "" || (fs != "" && rec.AccessType != volume.AccessBlock) {
 		return fs, nil
 	}
 	path, err := d.pool.DataPath(src.ID)

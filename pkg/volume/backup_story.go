@@ -145,7 +145,8 @@ func (m *Manager) recordedBackup(ctx context.Context, req BackupRequest) (Backup
 // (an upload not done yet is not ready), else its manifest in the target,
 // read with secrets; "latest", "before:T" and "group:ID" name the backup
 // target.Select picks now (the volume populator's pre-provisioned
-// handles: the csi-snapshotter checks them with ListSnapshots). Errors:
+// handles: the csi-snapshotter checks them with ListSnapshots), and the
+// Backup's ID is then that backup's concrete id. Errors:
 // ErrNoBackup when the id names nothing that exists; ClassDenied when the
 // backup exists but the secrets lack its chain's key; the target's and
 // pool's sentinels, saying what was being read.
@@ -168,6 +169,13 @@ func (m *Manager) FindBackup(ctx context.Context, id string, secrets map[string]
 	if ref, err = ResolveChain(ctx, repo, ref); err == nil {
 		var man *s3chain.Manifest
 		if man, err = target.Select(ctx, repo, ref); err == nil { // an id, latest, before:T or group:ID
+			if !ref.Concrete() {
+				// The id of the backup picked now, not the selector: a
+				// snapshot answered by a moving id would change under the
+				// csi-snapshotter's record of it.
+				ref.Backup = man.ID
+				id = BackupID(ref)
+			}
 			return Backup{ID: id, Manifest: man, Ready: true}, nil
 		}
 	}

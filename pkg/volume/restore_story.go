@@ -115,6 +115,9 @@ func (m *Manager) resumeRestore(ctx context.Context, req RestoreRequest, lv back
 	if rec.RestoreRef.IsZero() {
 		return lv, Refuse(ClassExists, "volume %q exists and was not restored from a backup", req.Name)
 	}
+	if err := sameRestoreSource(lv, rec, req.Ref); err != nil {
+		return lv, err
+	}
 	if rec.Ready() {
 		m.ForgetJob(RestoreKey(lv.Name)) // finished while no call waited
 		return lv, nil
@@ -210,4 +213,23 @@ func (m *Manager) removeRestored(lv backend.LVol) {
 func (m *Manager) CancelRestore(lv backend.LVol) {
 	m.StopJob(RestoreKey(lv.Name))
 	m.dropRestoreState(lv.ID)
+}
+
+// sameRestoreSource refuses a retried request whose backup is not the one
+// volume lv was restored from (CSI spec "CreateVolume": a volume of the
+// name incompatible with the content source is AlreadyExists). A concrete
+// id must be the recorded backup; a selector (latest, before:T, group:ID)
+// must name its target and chain: it was resolved once, when the restore
+// began, and is not resolved again, so a retry after "latest" moved
+// answers the bytes the first attempt promised.
+func sameRestoreSource(lv backend.LVol, rec Record, want backupid.Ref) error {
+	got, err := rec.RestoreRef.Ref()
+	if err != nil {
+		return Refuse(ClassInternal, "volume %s records a bad restore reference: %v", lv.ID, err)
+	}
+	if (want.Target != "" && want.Target != got.Target) || (want.Chain != "" && !SameChain(want, got.Target, got.Chain)) ||
+		(want.Concrete() && want.Backup != got.Backup) {
+		return Refuse(ClassExists, "volume %q exists, restored from backup %s, not %s", lv.Name, got, want)
+	}
+	return nil
 }

@@ -81,7 +81,10 @@ func (m *Manager) upload(ctx context.Context, j *Job, snap backend.LVol, ref tar
 		VolumeMode: volumeMode(snap), FSType: rec.FSType, SourceVolume: snap.SourceID,
 		Node: m.cfg.Node, Owner: m.cfg.Owner, Progress: j.Progress,
 		GroupID: rec.GroupID, Member: rec.GroupMember, BlockSize: rec.BlockSize} // group_take.go, blocksize.go
-	if opts.VolumeMode == s3chain.VolumeModeFilesystem && opts.FSType == "" {
+	if opts.VolumeMode == s3chain.VolumeModeBlock || opts.FSType == "" {
+		// A Block volume's label may be stale (made from a filesystem, then
+		// overwritten by its user): its manifest says what its bytes hold,
+		// which decides whether it may restore with mount access (issue 28).
 		opts.FSType, _ = s3chain.DetectFSType(ctx, src)
 	}
 	if opts.Parent, opts.Base, err = m.pickParent(ctx, repo, ref, snap.ID); err != nil {

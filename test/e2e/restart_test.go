@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
 	"github.com/chainvol/chainvol/internal/csitest"
@@ -18,23 +19,9 @@ import (
 // provisioner's retry of CreateVolume with the finished volume, and the
 // volume holds exactly the backup's bytes.
 func TestRestartMidRestore(t *testing.T) {
-	s3 := startS3(t)
-	proxy := startSlowProxy(t, s3.srv.Endpoint)
-	poolDir, dir := newPool(t), t.TempDir()
-	opts := driver.Options{Endpoint: "unix://" + filepath.Join(dir, "csi.sock"), NodeID: "node-a", PoolDir: poolDir,
-		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
-	s3.opts(s3.url(proxy.Addr))(&opts)
-	noLocalBase(&opts) // the restore must read the (slow) target
-	first := startChild(t, opts)
-
 	const size = 256 * mib
-	vol := createVolume(t, first.Ctrl, "crash-src", size, blockCap(), nil)
-	pub := stagePublish(t, first.Node, vol.GetVolumeId(), blockCap())
-	writeDevice(t, pub.Path, 9, []int64{0, 64 * mib, 128 * mib, 192 * mib}, int(32*mib))
-	want := hashDevice(t, pub.Path)
-	if err := pub.release(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRestartRig(t, "crash-src", size)
+	first, proxy, opts, vol, want := r.first, r.proxy, r.opts, r.vol, r.want
 	id := backup(t, first.Ctrl, vol.GetVolumeId(), "crash-b1", "")
 
 	// 32 block objects, 8 fetched at a time, 1 s each: about 4 s of restore.
@@ -50,9 +37,7 @@ func TestRestartMidRestore(t *testing.T) {
 	t.Logf("driver killed mid-restore; checkpoint files: %v", ckpts)
 
 	proxy.setDelay(100 * time.Millisecond)
-	second := csitest.Start(t, "node-a", poolDir, func(o *driver.Options) {
-		o.StateDir, o.BackupTargets, o.BackupCredentialsFile = opts.StateDir, opts.BackupTargets, opts.BackupCredentialsFile
-	})
+	second := r.restart(t)
 	v, err := createRestored(t, second.Ctrl, req, 10*time.Second)
 	if err != nil {
 		t.Fatalf("CreateVolume after the restart: %v", err)
@@ -65,4 +50,43 @@ func TestRestartMidRestore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(opts.StateDir, "restores", v.GetVolumeId()+".checkpoint")); !os.IsNotExist(err) {
 		t.Errorf("checkpoint of the finished restore still there: %v", err)
 	}
+}
+
+// restartRig is a driver (a child process, to be killed) on a pool and
+// state directory that a second driver can take over, its target behind
+// a slow proxy, with no local restore base, and a Block volume of it
+// holding data.
+type restartRig struct {
+	first *childDriver
+	proxy *slowProxy
+	opts  driver.Options
+	vol   *csi.Volume
+	want  [32]byte // sha256 of vol's device
+}
+
+// startRestartRig starts the rig with a volume called name of size bytes.
+func startRestartRig(t *testing.T, name string, size int64) restartRig {
+	s3 := startS3(t)
+	r := restartRig{proxy: startSlowProxy(t, s3.srv.Endpoint)}
+	poolDir, dir := newPool(t), t.TempDir()
+	r.opts = driver.Options{Endpoint: "unix://" + filepath.Join(dir, "csi.sock"), NodeID: "node-a", PoolDir: poolDir,
+		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
+	s3.opts(s3.url(r.proxy.Addr))(&r.opts)
+	noLocalBase(&r.opts) // the restore must read the (slow) target
+	r.first = startChild(t, r.opts)
+	r.vol = createVolume(t, r.first.Ctrl, name, size, blockCap(), nil)
+	pub := stagePublish(t, r.first.Node, r.vol.GetVolumeId(), blockCap())
+	writeDevice(t, pub.Path, 9, []int64{0, size / 4, size / 2, 3 * size / 4}, int(size/8))
+	r.want = hashDevice(t, pub.Path)
+	if err := pub.release(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// restart starts the second driver on the rig's pool and state.
+func (r restartRig) restart(t *testing.T) *csitest.Node {
+	return csitest.Start(t, "node-a", r.opts.PoolDir, func(o *driver.Options) {
+		o.StateDir, o.BackupTargets, o.BackupCredentialsFile = r.opts.StateDir, r.opts.BackupTargets, r.opts.BackupCredentialsFile
+	})
 }
