@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +74,8 @@ func TestSnapshotMetadataBackups(t *testing.T) {
 	_, err = f.delta(b1, b2+"x", 0, 0)
 	wantStreamCode(t, err, codes.NotFound)
 	wantStreamCode(t, f.allocatedErr("backup:nosuchtarget:chain@b1"), codes.NotFound)
+	// A selector names no fixed backup: a delta against @latest would move.
+	wantStreamCode(t, f.allocatedErr(b2[:strings.LastIndexByte(b2, '@')+1]+"latest"), codes.NotFound, "no fixed backup")
 	wantStreamCode(t, f.allocatedAt(b2, size+1, 0), codes.OutOfRange)
 	// f keeps no base of the backups: a local snapshot of f compares
 	// with none of them.

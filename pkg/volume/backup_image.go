@@ -26,6 +26,11 @@ func (m *Manager) BackupImage(ctx context.Context, id string, secrets map[string
 	if err != nil {
 		return nil, ref, ErrNoBackup
 	}
+	if !ref.Concrete() {
+		// @latest moves: a delta against it could be computed against
+		// another backup than the consumer recorded.
+		return nil, ref, fmt.Errorf("%w: %s names no fixed backup; ask with the id ListSnapshots answers for it", ErrNoBackup, id)
+	}
 	if s, err := m.SnapshotOfBackup(ctx, id); err == nil && Of(s).Upload == Uploaded {
 		if im, err := s3chain.ReadImage(m.ImageRecordPath(s.ID)); err == nil && SameChain(ref, ref.Target, im.Chain) && im.BackupID == ref.Backup {
 			ref.Chain = im.Chain
