@@ -60,8 +60,8 @@ func backupIDs(t *testing.T, r *s3chain.Repo, chain string) []string {
 // window only adds delete markers: chainvol reads through them (FORMAT.md
 // §7.4 "Delete markers"), so the chain is still listed, every ready backup
 // is listed, verifies deep and restores byte for byte, and a new backup
-// of the chain (reusing the hidden blocks, extending their hidden
-// versions) is ready and restores too.
+// of the chain (storing the hidden blocks again) is ready and restores
+// too.
 func TestObjectLockReadsThroughDeleteMarkers(t *testing.T) {
 	srv := testutil.StartS3ObjectLockVersioned(t)
 	ctx := context.Background()
@@ -170,5 +170,63 @@ func TestObjectLockMarkersAfterTheDate(t *testing.T) {
 	chains, err := r.Chains(ctx)
 	if err != nil || !slices.Equal(chains, []string{"ns/kept"}) {
 		t.Fatalf("chains = %v, %v; want only the locked one", chains, err)
+	}
+}
+
+// A backup made after a hostile writer hid a chain's blocks behind
+// delete markers rests only on current versions, also when its confirm
+// asks about each block with a HEAD (a chain too large to list): a hidden
+// version is read through only while its retention holds by the reader's
+// clock, so a backup relying on one would stop restoring at that date
+// although it is still ready (kept longer), and one a gc deleted after
+// its date would be relied on by a reader whose clock is behind. The
+// writer stores such a block again instead (FORMAT.md §7.4).
+func TestObjectLockNewBackupDoesNotRestOnHiddenBlocks(t *testing.T) {
+	s3chain.SetConfirmListBudgetForTest(t, 0)
+	srv := testutil.StartS3ObjectLockVersioned(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, srv.URL("p")+"&lock=compliance&retain=1h",
+		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t, s, nil)
+	_, raw := lockedS3(t, srv, "p", "1h")
+	dir := t.TempDir()
+	vol := newTestVolume(t, dir, 512<<10, 64<<10, 11)
+	snap := filepath.Join(dir, "snap")
+	vol.snapshot(snap, false)
+	first, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/h", Source: snap, BlockSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainDeleteAll(t, raw, srv.Bucket, "p")
+	vol.change(1, 64<<10) // one new block: a current key, so the listing is cut short
+	vol.snapshot(snap, false)
+	r = newRepo(t, s, nil)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/h", Source: snap, BlockSize: 64 << 10, Parent: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current []string
+	for oi := range raw.ListObjectsIter(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "p/" + s3chain.BlockPrefix("ns/h"), Recursive: true}) {
+		if oi.Err != nil {
+			t.Fatal(oi.Err)
+		}
+		current = append(current, strings.TrimPrefix(oi.Key, "p/"))
+	}
+	n := 0
+	for _, b := range m.Blocks {
+		if b.Digest == "" {
+			continue
+		}
+		n++
+		plain := s3chain.BlockKey("ns/h", b.Digest)
+		if !slices.ContainsFunc(current, func(k string) bool { return k == plain || strings.HasPrefix(k, plain+".") }) {
+			t.Errorf("block %d (%s) of the new ready backup has no current version: it rests on a hidden one", b.Index, plain)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the backup has no data blocks")
 	}
 }
