@@ -14,6 +14,7 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
 // plainDeleteAll is a hostile writer's plain DELETE (no version id) of
@@ -228,5 +229,51 @@ func TestObjectLockNewBackupDoesNotRestOnHiddenBlocks(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("the backup has no data blocks")
+	}
+}
+
+// A writer in a chain without state records whose manifest's retention
+// (its last step, FORMAT.md §7.4) landed although its answer was lost
+// does not retract the manifest with a plain DELETE: on a versioned bucket
+// that is only a delete marker over a retained version, which every
+// reader reads through as a backup until its date (by its own clock), so
+// the "retracted" backup would stay listed behind the marker. It is left
+// current instead, as a chain with state records leaves it: a confirmed
+// backup reported failed.
+func TestObjectLockRetractDoesNotHideRetainedManifest(t *testing.T) {
+	srv := testutil.StartS3ObjectLockVersioned(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, srv.URL("p")+"&lock=governance&retain=1h",
+		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storetest.NewFaulty(s)
+	r := newRepo(t, f, nil)
+	_, raw := lockedS3(t, srv, "p", "1h")
+	if err := s3chain.CreateV3ConfigWithoutStatesForTest(ctx, r, "ns/r", 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	f.Add(storetest.Fault{Op: storetest.OpRetain, After: true,
+		Key: func(k string) bool { return strings.HasPrefix(k, "manifests/") }})
+	dir := t.TempDir()
+	vol := newTestVolume(t, dir, 256<<10, 64<<10, 12)
+	snap := filepath.Join(dir, "snap")
+	vol.snapshot(snap, false)
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/r", Source: snap, BlockSize: 64 << 10}); err == nil {
+		t.Fatal("backup whose manifest retention failed reported ready")
+	}
+	n := 0
+	for v := range raw.ListObjectsIter(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "p/manifests/", Recursive: true, WithVersions: true}) {
+		if v.Err != nil {
+			t.Fatal(v.Err)
+		}
+		n++
+		if v.IsDeleteMarker {
+			t.Fatalf("the retained manifest %s was retracted behind a delete marker", v.Key)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d manifest versions, want the one", n)
 	}
 }
