@@ -41,6 +41,17 @@ func plainDeleteAll(t *testing.T, c *minio.Client, bucket, prefix string) int {
 	return len(keys)
 }
 
+// openLocked opens the target prefix of srv with lock=mode&retain=retain.
+func openLocked(t *testing.T, srv testutil.S3Server, prefix, mode, retain string) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), srv.URL(prefix)+"&lock="+mode+"&retain="+retain,
+		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // backupIDs returns the ids Backups lists for chain.
 func backupIDs(t *testing.T, r *s3chain.Repo, chain string) []string {
 	t.Helper()
@@ -66,11 +77,7 @@ func backupIDs(t *testing.T, r *s3chain.Repo, chain string) []string {
 func TestObjectLockReadsThroughDeleteMarkers(t *testing.T) {
 	srv := testutil.StartS3ObjectLockVersioned(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, srv.URL("p")+"&lock=compliance&retain=1h",
-		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLocked(t, srv, "p", "compliance", "1h")
 	r := newRepo(t, s, testKey(5))
 	_, raw := lockedS3(t, srv, "p", "1h")
 	dir := t.TempDir()
@@ -186,11 +193,7 @@ func TestObjectLockNewBackupDoesNotRestOnHiddenBlocks(t *testing.T) {
 	s3chain.SetConfirmListBudgetForTest(t, 0)
 	srv := testutil.StartS3ObjectLockVersioned(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, srv.URL("p")+"&lock=compliance&retain=1h",
-		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLocked(t, srv, "p", "compliance", "1h")
 	r := newRepo(t, s, nil)
 	_, raw := lockedS3(t, srv, "p", "1h")
 	dir := t.TempDir()
@@ -243,11 +246,7 @@ func TestObjectLockNewBackupDoesNotRestOnHiddenBlocks(t *testing.T) {
 func TestObjectLockRetractDoesNotHideRetainedManifest(t *testing.T) {
 	srv := testutil.StartS3ObjectLockVersioned(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, srv.URL("p")+"&lock=governance&retain=1h",
-		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLocked(t, srv, "p", "governance", "1h")
 	f := storetest.NewFaulty(s)
 	r := newRepo(t, f, nil)
 	_, raw := lockedS3(t, srv, "p", "1h")
