@@ -258,8 +258,9 @@ func (r *Repo) commitBackup(ctx context.Context, j *backupJob, l *lease, m *Mani
 }
 
 // retract deletes m's manifest in a chain without state records if the
-// stored one is exactly m (never another writer's), so a backup that is
-// not reported ready does not stay listed. Failures are left to Verify to
+// stored one is exactly m (never another writer's) and holds no Object
+// Lock retention (retained), so a backup that is not reported ready does
+// not stay listed. Failures are left to Verify to
 // find. A chain with state records never lists an unready manifest, so
 // nothing is deleted there: a delete sent after such a check could land
 // after the id was taken again (FORMAT.md §7.5).
@@ -269,9 +270,22 @@ func (r *Repo) retract(ctx context.Context, cfg *chainConfig, m *Manifest) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	key := manifestKey(m.Chain, m.ID)
-	if got, err := r.store.GetMax(ctx, key, maxManifestBytes); err == nil && bytes.Equal(got, m.Encode()) {
+	if got, err := r.store.GetMax(ctx, key, maxManifestBytes); err == nil && bytes.Equal(got, m.Encode()) && !r.retained(ctx, key) {
 		_ = r.store.Delete(ctx, key)
 	}
+}
+
+// retained reports whether key may carry Object Lock retention (or its
+// retention cannot be read): a manifest is written without and given it
+// only after its confirm (FORMAT.md §7.4), so one that has it is
+// confirmed, and on a versioned bucket a plain DELETE would only put a
+// delete marker over it, which readers read through until its date.
+func (r *Repo) retained(ctx context.Context, key string) bool {
+	if on, err := r.lock.active(ctx); err != nil || !on {
+		return err != nil
+	}
+	ret, err := r.lock.l.Retention(ctx, key)
+	return err != nil || ret.Mode != ""
 }
 
 // disown voids m in a chain with state records when err, stillOwner's,

@@ -103,7 +103,7 @@ func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int6
 	if len(need) == 0 {
 		return nil, found, nil
 	}
-	if keys, complete := r.listBlockKeys(ctx, chain, listBudget(len(need), DefaultWorkers)); complete {
+	if keys, complete := r.listBlockKeys(ctx, chain, confirmListBudget(len(need), DefaultWorkers)); complete {
 		for d := range need {
 			if k, ok := covered(keys[d], doomed); ok {
 				found[d] = k
@@ -118,7 +118,11 @@ func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int6
 	g.SetLimit(statWorkers * DefaultWorkers)
 	for d := range need {
 		g.Go(func() error {
-			k, err := r.locateBlock(gctx, chain, d, doomed)
+			// A key a delete marker hides does not count, as in the
+			// listing above: the backup stores the block again rather than
+			// rest on a version read through only while its retention holds
+			// by this clock (FORMAT.md §7.4 "Delete markers").
+			k, err := r.locateBlock(store.CurrentOnly(gctx), chain, d, doomed)
 			if err != nil && !errors.Is(err, store.ErrObjectNotFound) {
 				return err
 			}
@@ -134,6 +138,9 @@ func (r *Repo) uncovered(ctx context.Context, chain string, need map[digest]int6
 	}
 	return out, found, g.Wait()
 }
+
+// confirmListBudget is listBudget; a test makes it 0 to take the HEAD path.
+var confirmListBudget = listBudget
 
 // covered returns the first of keys outside doomed.
 func covered(keys []string, doomed map[string]bool) (string, bool) {

@@ -71,7 +71,7 @@ func (r *Repo) doomedKeys(ctx context.Context, chain string) (map[string]bool, e
 		if l.kind != kindDoom {
 			continue
 		}
-		data, err := r.store.GetMax(ctx, l.Key, maxDoomBytes)
+		data, err := r.store.GetMax(store.CurrentOnly(ctx), l.Key, maxDoomBytes) // never read through (lease.go)
 		if isNotFound(err) {
 			continue
 		}

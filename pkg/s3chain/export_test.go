@@ -147,3 +147,12 @@ func CreateV3ConfigWithoutStatesForTest(ctx context.Context, r *Repo, chain stri
 // StateKeyForTest returns the key of the state record of backup id of
 // chain (FORMAT.md §7.4).
 func StateKeyForTest(chain, id string) string { return stateKey(chain, id) }
+
+// SetConfirmListBudgetForTest makes the confirm's listing of a chain's
+// blocks stop after n keys (0: at once), so that it asks about each block
+// with a HEAD as for a chain too large to list, until t ends.
+func SetConfirmListBudgetForTest(t interface{ Cleanup(func()) }, n int) {
+	old := confirmListBudget
+	confirmListBudget = func(int, int) int { return n }
+	t.Cleanup(func() { confirmListBudget = old })
+}

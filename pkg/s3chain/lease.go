@@ -64,7 +64,7 @@ func (r *Repo) hold(ctx context.Context, chain, kind string) (*lease, context.Co
 	if err := l.write(ctx); err != nil {
 		return nil, nil, fmt.Errorf("write %s lock in chain %q: %w", kind, chain, err)
 	}
-	oi, err := r.store.Stat(ctx, l.key)
+	oi, err := r.store.Stat(store.CurrentOnly(ctx), l.key)
 	if err != nil {
 		r.store.Delete(context.WithoutCancel(ctx), l.key)
 		return nil, nil, fmt.Errorf("read back %s lock in chain %q: %w", kind, chain, err)
@@ -75,6 +75,11 @@ func (r *Repo) hold(ctx context.Context, chain, kind string) (*lease, context.Co
 	go l.refresh()
 	return l, lctx, nil
 }
+
+// Locks and doom records are never read through a delete marker
+// (store.CurrentOnly, FORMAT.md §7.4): they carry no retention of the
+// protocol's, so a hidden version of one is one the protocol deleted
+// (released, taken over, removed) while a bucket rule locked it.
 
 // validity is how long after a refresh starts the holder relies on it: a
 // quarter of the TTL is left for requests in flight and clock-rate drift.
@@ -100,7 +105,7 @@ func (l *lease) refresh() {
 		start := time.Now()
 		ctx, cancel := context.WithDeadline(context.Background(), l.deadline())
 		// A lock that vanished was taken over: never write it back.
-		_, err := l.r.store.Stat(ctx, l.key)
+		_, err := l.r.store.Stat(store.CurrentOnly(ctx), l.key)
 		gone := errors.Is(err, store.ErrObjectNotFound)
 		if err == nil {
 			err = l.write(ctx)
@@ -157,7 +162,7 @@ func (l *lease) held(ctx context.Context) error {
 	if err := l.valid(); err != nil {
 		return err
 	}
-	if _, err := l.r.store.Stat(ctx, l.key); err != nil {
+	if _, err := l.r.store.Stat(store.CurrentOnly(ctx), l.key); err != nil {
 		return fmt.Errorf("%w: lock %s of chain %q: %w", ErrLeaseLost, l.key, l.chain, err)
 	}
 	return l.valid()

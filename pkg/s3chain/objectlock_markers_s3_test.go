@@ -14,6 +14,7 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
+	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
 // plainDeleteAll is a hostile writer's plain DELETE (no version id) of
@@ -40,6 +41,17 @@ func plainDeleteAll(t *testing.T, c *minio.Client, bucket, prefix string) int {
 	return len(keys)
 }
 
+// openLocked opens the target prefix of srv with lock=mode&retain=retain.
+func openLocked(t *testing.T, srv testutil.S3Server, prefix, mode, retain string) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), srv.URL(prefix)+"&lock="+mode+"&retain="+retain,
+		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // backupIDs returns the ids Backups lists for chain.
 func backupIDs(t *testing.T, r *s3chain.Repo, chain string) []string {
 	t.Helper()
@@ -60,16 +72,12 @@ func backupIDs(t *testing.T, r *s3chain.Repo, chain string) []string {
 // window only adds delete markers: chainvol reads through them (FORMAT.md
 // §7.4 "Delete markers"), so the chain is still listed, every ready backup
 // is listed, verifies deep and restores byte for byte, and a new backup
-// of the chain (reusing the hidden blocks, extending their hidden
-// versions) is ready and restores too.
+// of the chain (storing the hidden blocks again) is ready and restores
+// too.
 func TestObjectLockReadsThroughDeleteMarkers(t *testing.T) {
 	srv := testutil.StartS3ObjectLockVersioned(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, srv.URL("p")+"&lock=compliance&retain=1h",
-		store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLocked(t, srv, "p", "compliance", "1h")
 	r := newRepo(t, s, testKey(5))
 	_, raw := lockedS3(t, srv, "p", "1h")
 	dir := t.TempDir()
@@ -170,5 +178,101 @@ func TestObjectLockMarkersAfterTheDate(t *testing.T) {
 	chains, err := r.Chains(ctx)
 	if err != nil || !slices.Equal(chains, []string{"ns/kept"}) {
 		t.Fatalf("chains = %v, %v; want only the locked one", chains, err)
+	}
+}
+
+// A backup made after a hostile writer hid a chain's blocks behind
+// delete markers rests only on current versions, also when its confirm
+// asks about each block with a HEAD (a chain too large to list): a hidden
+// version is read through only while its retention holds by the reader's
+// clock, so a backup relying on one would stop restoring at that date
+// although it is still ready (kept longer), and one a gc deleted after
+// its date would be relied on by a reader whose clock is behind. The
+// writer stores such a block again instead (FORMAT.md §7.4).
+func TestObjectLockNewBackupDoesNotRestOnHiddenBlocks(t *testing.T) {
+	s3chain.SetConfirmListBudgetForTest(t, 0)
+	srv := testutil.StartS3ObjectLockVersioned(t)
+	ctx := context.Background()
+	s := openLocked(t, srv, "p", "compliance", "1h")
+	r := newRepo(t, s, nil)
+	_, raw := lockedS3(t, srv, "p", "1h")
+	dir := t.TempDir()
+	vol := newTestVolume(t, dir, 512<<10, 64<<10, 11)
+	snap := filepath.Join(dir, "snap")
+	vol.snapshot(snap, false)
+	first, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/h", Source: snap, BlockSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainDeleteAll(t, raw, srv.Bucket, "p")
+	vol.change(1, 64<<10) // one new block: a current key, so the listing is cut short
+	vol.snapshot(snap, false)
+	r = newRepo(t, s, nil)
+	m, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/h", Source: snap, BlockSize: 64 << 10, Parent: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current []string
+	for oi := range raw.ListObjectsIter(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "p/" + s3chain.BlockPrefix("ns/h"), Recursive: true}) {
+		if oi.Err != nil {
+			t.Fatal(oi.Err)
+		}
+		current = append(current, strings.TrimPrefix(oi.Key, "p/"))
+	}
+	n := 0
+	for _, b := range m.Blocks {
+		if b.Digest == "" {
+			continue
+		}
+		n++
+		plain := s3chain.BlockKey("ns/h", b.Digest)
+		if !slices.ContainsFunc(current, func(k string) bool { return k == plain || strings.HasPrefix(k, plain+".") }) {
+			t.Errorf("block %d (%s) of the new ready backup has no current version: it rests on a hidden one", b.Index, plain)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the backup has no data blocks")
+	}
+}
+
+// A writer in a chain without state records whose manifest's retention
+// (its last step, FORMAT.md §7.4) landed although its answer was lost
+// does not retract the manifest with a plain DELETE: on a versioned bucket
+// that is only a delete marker over a retained version, which every
+// reader reads through as a backup until its date (by its own clock), so
+// the "retracted" backup would stay listed behind the marker. It is left
+// current instead, as a chain with state records leaves it: a confirmed
+// backup reported failed.
+func TestObjectLockRetractDoesNotHideRetainedManifest(t *testing.T) {
+	srv := testutil.StartS3ObjectLockVersioned(t)
+	ctx := context.Background()
+	s := openLocked(t, srv, "p", "governance", "1h")
+	f := storetest.NewFaulty(s)
+	r := newRepo(t, f, nil)
+	_, raw := lockedS3(t, srv, "p", "1h")
+	if err := s3chain.CreateV3ConfigWithoutStatesForTest(ctx, r, "ns/r", 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	f.Add(storetest.Fault{Op: storetest.OpRetain, After: true,
+		Key: func(k string) bool { return strings.HasPrefix(k, "manifests/") }})
+	dir := t.TempDir()
+	vol := newTestVolume(t, dir, 256<<10, 64<<10, 12)
+	snap := filepath.Join(dir, "snap")
+	vol.snapshot(snap, false)
+	if _, _, err := r.Backup(ctx, s3chain.BackupOptions{Chain: "ns/r", Source: snap, BlockSize: 64 << 10}); err == nil {
+		t.Fatal("backup whose manifest retention failed reported ready")
+	}
+	n := 0
+	for v := range raw.ListObjectsIter(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "p/manifests/", Recursive: true, WithVersions: true}) {
+		if v.Err != nil {
+			t.Fatal(v.Err)
+		}
+		n++
+		if v.IsDeleteMarker {
+			t.Fatalf("the retained manifest %s was retracted behind a delete marker", v.Key)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d manifest versions, want the one", n)
 	}
 }

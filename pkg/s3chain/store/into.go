@@ -43,7 +43,7 @@ func (r *retryStore) getMaxInto(ctx context.Context, key string, maxBytes int64,
 func (s *s3Store) getMaxInto(ctx context.Context, key string, maxBytes int64, buf []byte) ([]byte, error) {
 	body, info, err := s.getObject(ctx, key, "")
 	if err != nil {
-		if errors.Is(err, ErrObjectNotFound) && s.readsThrough() {
+		if errors.Is(err, ErrObjectNotFound) && s.readsThrough(ctx) {
 			return s.GetMax(ctx, key, maxBytes) // reads through a delete marker
 		}
 		return nil, err

@@ -69,7 +69,7 @@ func (s *s3Store) getObject(ctx context.Context, key, versionID string) (io.Read
 // A key hidden by a delete marker is read through (s3_hidden.go).
 func (s *s3Store) GetMax(ctx context.Context, key string, maxBytes int64) ([]byte, error) {
 	data, err := s.getVersion(ctx, key, "", maxBytes)
-	if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough() {
+	if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough(ctx) {
 		return data, err
 	}
 	v, _, herr := s.hiddenVersion(ctx, key)
@@ -150,7 +150,7 @@ func (s *s3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	info, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
 	if err != nil {
 		err = translateError("stat", key, err)
-		if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough() {
+		if !errors.Is(err, ErrObjectNotFound) || !s.readsThrough(ctx) {
 			return ObjectInfo{}, err
 		}
 		var herr error

@@ -59,15 +59,32 @@ func HiddenListerOf(s Store) HiddenLister {
 
 // readsThrough reports whether the store reads through delete markers:
 // only a target with lock=, whose objects' retention tells the protocol's
-// deletes from anybody else's.
-func (s *s3Store) readsThrough() bool { return s.lock.Enabled() }
+// deletes from anybody else's, and not for a ctx of CurrentOnly.
+func (s *s3Store) readsThrough(ctx context.Context) bool {
+	return s.lock.Enabled() && ctx.Value(currentOnlyKey{}) == nil
+}
+
+type currentOnlyKey struct{}
+
+// CurrentOnly returns ctx under which the S3 store answers Stat, Get,
+// GetMax, Retention and ListHidden from current versions only, as on a
+// target without lock=: a key a delete marker hides is ErrObjectNotFound.
+// A writer's existence check of the blocks it relies on uses it
+// (FORMAT.md §7.4 "Delete markers"): a backup must not rest on a hidden
+// version, which is read through only while its retention holds by the
+// reader's clock, and so is gone for good at the date, also for a backup
+// that extended it and is kept longer; the writer stores the block again
+// instead, as a current version.
+func CurrentOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, currentOnlyKey{}, true)
+}
 
 // hiddenVersion returns the newest version of key, under a delete marker,
 // whose retention holds now, with its retention. Errors: ErrObjectNotFound
 // (none, or the store does not read through), store errors.
 func (s *s3Store) hiddenVersion(ctx context.Context, key string) (minio.ObjectInfo, Retention, error) {
 	notFound := fmt.Errorf("s3 get %q: %w", key, ErrObjectNotFound)
-	if !s.readsThrough() {
+	if !s.readsThrough(ctx) {
 		return minio.ObjectInfo{}, Retention{}, notFound
 	}
 	keys, err := s.versions(ctx, key, false)
@@ -188,7 +205,7 @@ func (s *s3Store) versionRetention(ctx context.Context, key, versionID string) (
 // shortened may so miss a hidden record of the longer period (it stays
 // hidden, as before; never the other way round).
 func (s *s3Store) ListHidden(ctx context.Context, prefix string, extended bool, fn func(ObjectInfo) error) error {
-	if err := ValidatePrefix(prefix); err != nil || !s.readsThrough() {
+	if err := ValidatePrefix(prefix); err != nil || !s.readsThrough(ctx) {
 		return err
 	}
 	keys, err := s.versions(ctx, prefix, true)

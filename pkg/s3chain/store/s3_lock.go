@@ -57,7 +57,7 @@ func (s *s3Store) Retention(ctx context.Context, key string) (Retention, error) 
 		return Retention{}, err
 	}
 	_, ret, err := s.versionRetention(ctx, key, "")
-	if errors.Is(err, ErrObjectNotFound) && s.readsThrough() {
+	if errors.Is(err, ErrObjectNotFound) && s.readsThrough(ctx) {
 		if _, hret, herr := s.hiddenVersion(ctx, key); herr == nil {
 			return hret, nil
 		}
@@ -76,7 +76,7 @@ func (s *s3Store) Retain(ctx context.Context, key string, r Retention) error {
 	mode, until := minio.RetentionMode(r.Mode), r.Until
 	opts := minio.PutObjectRetentionOptions{Mode: &mode, RetainUntilDate: &until}
 	err := translateError("put retention", key, s.client.PutObjectRetention(ctx, s.bucket, s.prefix+key, opts))
-	if err != nil && !errors.Is(err, ErrAccessDenied) && s.readsThrough() {
+	if err != nil && !errors.Is(err, ErrAccessDenied) && s.readsThrough(ctx) {
 		// The current version may be a delete marker over the version
 		// Stat and Get read through to (s3_hidden.go): extend that one.
 		if v, _, herr := s.hiddenVersion(ctx, key); herr == nil {
