@@ -104,7 +104,7 @@ image-docker: ## the same image from the Dockerfile, with a Docker engine (skips
 clean: ## remove bin/ (not the e2e-cluster cache, see test/cluster/README.md)
 	rm -rf $(BIN)
 
-e2e-cluster: ## a real one-node Kubernetes runs chainvol (root; opt-in; cold ~42 min, warm under 6 min; ~25 GB free disk)
+e2e-cluster: deps ## a real one-node Kubernetes runs chainvol (root; opt-in; cold ~42 min, warm under 6 min; ~25 GB free disk)
 	@bash hack/apt-install.sh $(APT_PACKAGES) $(CLUSTER_PACKAGES)
 	bash test/cluster/e2e.sh
 
