@@ -2,7 +2,6 @@ package populator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -295,36 +294,22 @@ func (r *Reconciler) fail(ctx context.Context, c *corev1.PersistentVolumeClaim, 
 	return r.Client.Update(ctx, c)
 }
 
-// errCleanupPending: the prime VolumeSnapshot is still going; the claim's
-// finalizer stays and the reconcile is retried.
-var errCleanupPending = errors.New("the prime VolumeSnapshot is still being deleted; its content is deleted after it")
-
 // cleanup deletes the prime claim, snapshot and content of a claim (the
 // PV of a prime claim that was never rebound goes with it: the class's
-// reclaim policy); gone ones are fine. The content goes only once the
-// snapshot is gone: the snapshot-controller keeps a snapshot that is still
-// the source of a claim being provisioned, and one whose content was
-// deleted under it stays for good ("failed to get snapshotContent", seen
-// on the cluster when a claim was deleted mid-restore). Errors:
-// errCleanupPending while the snapshot remains, the API server's.
+// reclaim policy); gone ones are fine.
 func (r *Reconciler) cleanup(ctx context.Context, uid types.UID) error {
-	claim, snap := &corev1.PersistentVolumeClaim{}, &snapv1.VolumeSnapshot{}
-	for _, o := range []client.Object{claim, snap} {
-		o.SetNamespace(r.Namespace)
-		o.SetName(primeName(uid))
+	objs := []client.Object{
+		&corev1.PersistentVolumeClaim{}, &snapv1.VolumeSnapshot{}, &snapv1.VolumeSnapshotContent{},
+	}
+	objs[0].SetNamespace(r.Namespace)
+	objs[0].SetName(primeName(uid))
+	objs[1].SetNamespace(r.Namespace)
+	objs[1].SetName(primeName(uid))
+	objs[2].SetName(contentName(uid))
+	for _, o := range objs {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete %T %s: %w", o, o.GetName(), err)
 		}
-	}
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(snap), snap); err == nil {
-		return errCleanupPending
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
-	content := &snapv1.VolumeSnapshotContent{}
-	content.SetName(contentName(uid))
-	if err := r.Client.Delete(ctx, content); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", content, content.GetName(), err)
 	}
 	return nil
 }
