@@ -87,10 +87,7 @@ step "issue 26: missing backup: reason, no leftovers" s_pop_missing
 step "issue 26: StatefulSet from one BackupSource" s_pop_statefulset
 step "issue 26: claim deleted mid-restore" s_pop_delete_mid
 step "issue 26: populator killed mid-restore" s_pop_kill
-# Issue 30's scenarios have not yet run on a cluster (the machine's one
-# cluster was busy): opt-in with E2E_ISSUE30=1 until a run passes.
-if [[ ${E2E_ISSUE30:-} == 1 ]]; then
-  step "issue 30: S3 targets (versioned, Object Lock)" s_lock_up
-  step "issue 30: class keepLast 2 over 4 rounds" s_class_retention
-  step "issue 30: locked snapshot deletion refused" s_locked_delete
-fi
+# Issue 30's scenarios come last: they upgrade the driver with S3 targets.
+step "issue 30: S3 targets (versioned, Object Lock)" s_lock_up
+step "issue 30: class keepLast 2 over 4 rounds" s_class_retention
+step "issue 30: locked snapshot deletion refused" s_locked_delete
