@@ -64,10 +64,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if c.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.release(ctx, &c)
+		return r.release(ctx, &c)
 	}
 	if c.Spec.VolumeName != "" && c.Status.Phase == corev1.ClaimBound {
-		return ctrl.Result{}, r.finish(ctx, &c)
+		return r.finish(ctx, &c)
 	}
 	return r.populate(ctx, &c)
 }
@@ -104,7 +104,7 @@ func (r *Reconciler) populate(ctx context.Context, c *corev1.PersistentVolumeCla
 		return ctrl.Result{}, err
 	}
 	if stopped(&src, c) || r.stoppedAt(c.UID, src.Generation) {
-		return ctrl.Result{}, nil // failed for good at this generation of the source
+		return r.abandon(ctx, c) // failed for good at this generation of the source
 	}
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		controllerutil.AddFinalizer(c, Finalizer)
@@ -112,7 +112,7 @@ func (r *Reconciler) populate(ctx context.Context, c *corev1.PersistentVolumeCla
 	}
 	bref, err := RefFor(src.Spec, c.Namespace, c.Name, r.DefaultTarget)
 	if err != nil {
-		return ctrl.Result{}, r.fail(ctx, c, &src, "", ReasonInvalidReference, err.Error())
+		return r.fail(ctx, c, &src, "", ReasonInvalidReference, err.Error())
 	}
 	if node == "" {
 		if node, err = r.anyNode(ctx); err != nil {
@@ -131,7 +131,7 @@ func (r *Reconciler) restore(ctx context.Context, c *corev1.PersistentVolumeClai
 	var vsc snapv1.VolumeSnapshotContent
 	if err := r.Reader.Get(ctx, types.NamespacedName{Name: contentName(c.UID)}, &vsc); err == nil && vsc.Status != nil && vsc.Status.Error != nil && vsc.Status.Error.Message != nil {
 		if reason, permanent := Classify(*vsc.Status.Error.Message); permanent {
-			return ctrl.Result{}, r.fail(ctx, c, src, bref, reason, fmt.Sprintf("backup %s: %s", bref, *vsc.Status.Error.Message))
+			return r.fail(ctx, c, src, bref, reason, fmt.Sprintf("backup %s: %s", bref, *vsc.Status.Error.Message))
 		}
 	}
 	var prime corev1.PersistentVolumeClaim
@@ -173,7 +173,7 @@ func (r *Reconciler) relay(ctx context.Context, c *corev1.PersistentVolumeClaim,
 	}
 	reason, permanent := Classify(msg)
 	if permanent {
-		return ctrl.Result{}, r.fail(ctx, c, src, bref, reason, msg)
+		return r.fail(ctx, c, src, bref, reason, msg)
 	}
 	kind := corev1.EventTypeNormal
 	if reason != ReasonRestoring {
@@ -237,12 +237,12 @@ func (r *Reconciler) rebind(ctx context.Context, c *corev1.PersistentVolumeClaim
 
 // finish cleans up after the user's claim is bound and records the
 // backup the driver restored.
-func (r *Reconciler) finish(ctx context.Context, c *corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) finish(ctx context.Context, c *corev1.PersistentVolumeClaim) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	if err := r.cleanup(ctx, c.UID); err != nil {
-		return err
+	if gone, err := r.cleanup(ctx, c.UID); err != nil || !gone {
+		return r.poll(), err
 	}
 	var pv corev1.PersistentVolume
 	resolved := ""
@@ -256,16 +256,17 @@ func (r *Reconciler) finish(ctx context.Context, c *corev1.PersistentVolumeClaim
 	r.say(c, corev1.EventTypeNormal, ReasonPopulated, fmt.Sprintf("%s restored from %s into %s", member(c.Name), resolved, c.Spec.VolumeName))
 	r.forget(c.UID)
 	controllerutil.RemoveFinalizer(c, Finalizer)
-	return r.Client.Update(ctx, c)
+	return ctrl.Result{}, r.Client.Update(ctx, c)
 }
 
-// release removes everything made for a claim being deleted, then lets it go.
-func (r *Reconciler) release(ctx context.Context, c *corev1.PersistentVolumeClaim) error {
+// release removes everything made for a claim being deleted, then lets it
+// go; until the prime objects are gone it looks again.
+func (r *Reconciler) release(ctx context.Context, c *corev1.PersistentVolumeClaim) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	if err := r.cleanup(ctx, c.UID); err != nil {
-		return err
+	if gone, err := r.cleanup(ctx, c.UID); err != nil || !gone {
+		return r.poll(), err
 	}
 	var src BackupSource
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.DataSourceRef.Name}, &src); err == nil {
@@ -273,12 +274,13 @@ func (r *Reconciler) release(ctx context.Context, c *corev1.PersistentVolumeClai
 	}
 	r.forget(c.UID)
 	controllerutil.RemoveFinalizer(c, Finalizer)
-	return r.Client.Update(ctx, c)
+	return ctrl.Result{}, r.Client.Update(ctx, c)
 }
 
 // fail reports a permanent failure on the claim and in the source's
-// status, and removes the prime objects: no prime claim or PV is left.
-func (r *Reconciler) fail(ctx context.Context, c *corev1.PersistentVolumeClaim, src *BackupSource, bref, reason, msg string) error {
+// status, and starts removing the prime objects (abandon goes on until
+// they are gone): no prime claim or PV is left.
+func (r *Reconciler) fail(ctx context.Context, c *corev1.PersistentVolumeClaim, src *BackupSource, bref, reason, msg string) (ctrl.Result, error) {
 	r.say(c, corev1.EventTypeWarning, reason, fmt.Sprintf("%s: %s; not retried: fix the %s or the class and re-create the claim", member(c.Name), msg, Kind))
 	r.setStatus(ctx, src, c, bref, "", false, reason, msg)
 	r.mu.Lock()
@@ -287,31 +289,20 @@ func (r *Reconciler) fail(ctx context.Context, c *corev1.PersistentVolumeClaim, 
 	}
 	r.stop[c.UID] = src.Generation
 	r.mu.Unlock()
-	if err := r.cleanup(ctx, c.UID); err != nil {
-		return err
-	}
-	controllerutil.RemoveFinalizer(c, Finalizer)
-	return r.Client.Update(ctx, c)
+	return r.abandon(ctx, c)
 }
 
-// cleanup deletes the prime claim, snapshot and content of a claim (the
-// PV of a prime claim that was never rebound goes with it: the class's
-// reclaim policy); gone ones are fine.
-func (r *Reconciler) cleanup(ctx context.Context, uid types.UID) error {
-	objs := []client.Object{
-		&corev1.PersistentVolumeClaim{}, &snapv1.VolumeSnapshot{}, &snapv1.VolumeSnapshotContent{},
+// abandon winds down a claim that failed for good: its prime objects are
+// removed (looked at again until they are gone), then its finalizer.
+func (r *Reconciler) abandon(ctx context.Context, c *corev1.PersistentVolumeClaim) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		return ctrl.Result{}, nil
 	}
-	objs[0].SetNamespace(r.Namespace)
-	objs[0].SetName(primeName(uid))
-	objs[1].SetNamespace(r.Namespace)
-	objs[1].SetName(primeName(uid))
-	objs[2].SetName(contentName(uid))
-	for _, o := range objs {
-		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete %T %s: %w", o, o.GetName(), err)
-		}
+	if gone, err := r.cleanup(ctx, c.UID); err != nil || !gone {
+		return r.poll(), err
 	}
-	return nil
+	controllerutil.RemoveFinalizer(c, Finalizer)
+	return ctrl.Result{}, r.Client.Update(ctx, c)
 }
 
 // class returns the claim's StorageClass and whether it is this driver's.
