@@ -19,7 +19,8 @@ IMAGE_REPO ?= ghcr.io/chainvol/chainvol-csi
 IMAGE_TAG ?= $(subst +,_,$(VERSION))
 IMAGE_DIR := $(BIN)/image
 IMAGE_BASE := $(IMAGE_DIR)/base-bookworm.tar
-APT_PACKAGES := xfsprogs e2fsprogs util-linux mount btrfs-progs
+# chromium: test/cli's TestBackupServeBrowser drives `backup serve` in it (headless).
+APT_PACKAGES := xfsprogs e2fsprogs util-linux mount btrfs-progs chromium
 CLUSTER_PACKAGES := etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq
 # Unit tests run under the race detector; the sanity and e2e suites drive
 # real loop devices and mounts and need root.
