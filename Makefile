@@ -20,6 +20,9 @@ IMAGE_TAG ?= $(subst +,_,$(VERSION))
 IMAGE_DIR := $(BIN)/image
 IMAGE_BASE := $(IMAGE_DIR)/base-bookworm.tar
 APT_PACKAGES := xfsprogs e2fsprogs util-linux mount btrfs-progs
+# test/cli's TestBackupServeBrowser drives `backup serve` in headless Chromium;
+# installed without its recommends (udev, avahi, printing).
+BROWSER_PACKAGES := chromium
 CLUSTER_PACKAGES := etcd-server containerd runc containernetworking-plugins debootstrap iproute2 openssl jq
 # Unit tests run under the race detector; the sanity and e2e suites drive
 # real loop devices and mounts and need root.
@@ -76,6 +79,7 @@ lint: ## gofmt and go vet
 
 deps: ## install what the tests need (missing Debian packages only, versitygw); idempotent
 	@bash hack/apt-install.sh $(APT_PACKAGES)
+	@bash hack/apt-install.sh --no-install-recommends $(BROWSER_PACKAGES)
 	@# go install leaves no version in the binary, so a stamp file records it.
 	@if [ ! -x $(BIN)/versitygw ] || [ ! -f $(BIN)/.versitygw-$(VERSITYGW_VERSION) ]; then \
 	  GOBIN=$(BIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) && \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# apt-install.sh PACKAGE...: install the Debian packages of this list that
-# are missing, and change nothing else on the host that can be avoided:
+# apt-install.sh [--no-install-recommends] PACKAGE...: install the Debian
+# packages of this list that are missing, and change nothing else on the
+# host that can be avoided:
 #   - packages already installed are left at their version (only missing ones
 #     are named, with --no-upgrade; apt may still upgrade a library a missing
 #     package depends on, and says so);
@@ -10,10 +11,19 @@
 #   - no service is left enabled at boot: every systemd unit the newly
 #     installed packages ship (etcd.service, containerd.service, ...) is
 #     disabled with systemctl;
-#   - what was installed is printed, with the command that removes it.
+#   - what was installed is printed, with the command that removes it;
+#   - --no-install-recommends (passed to apt-get) leaves out what the
+#     packages only recommend: chromium's recommends bring udev, avahi and
+#     printing, none of which a headless test needs.
 # Used by `make deps` and `make e2e-cluster`. Needs root when something is
 # missing; prints nothing when nothing is.
 set -euo pipefail
+
+recommends=()
+if [[ ${1:-} == --no-install-recommends ]]; then
+  recommends=(--no-install-recommends)
+  shift
+fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
@@ -34,7 +44,7 @@ fi
 
 echo "apt-install: installing the missing Debian packages: ${missing[*]}"
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade "${missing[@]}"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade "${recommends[@]}" "${missing[@]}"
 
 new=$(comm -13 <(echo "$before") <(dpkg-query -W -f='${Package}\n' | sort) | tr '\n' ' ')
 units=()

@@ -61,7 +61,7 @@ func TestAptInstallChangesOnlyWhatIsMissing(t *testing.T) {
 		}
 	}
 	if !strings.Contains(install, "--no-upgrade") || !strings.Contains(install, "etcd-server") ||
-		strings.Contains(install, " jq") || strings.Contains(install, "openssl") {
+		strings.Contains(install, " jq") || strings.Contains(install, "openssl") || strings.Contains(install, "recommends") {
 		t.Errorf("apt-get install call %q: want --no-upgrade and only the missing etcd-server\n%s", install, log)
 	}
 	if !strings.Contains(install, "policy=101") {
@@ -88,5 +88,21 @@ func TestAptInstallChangesOnlyWhatIsMissing(t *testing.T) {
 	}
 	if calls, _ := os.ReadFile(logFile); strings.Contains(string(calls), "apt-get") {
 		t.Errorf("apt-get ran with nothing missing:\n%s", calls)
+	}
+}
+
+// TestAptInstallNoRecommends: a leading --no-install-recommends (make
+// deps gives it for chromium) goes to apt-get install as its flag, not as a
+// package name.
+func TestAptInstallNoRecommends(t *testing.T) {
+	env, logFile := fakeTools(t, filepath.Join(t.TempDir(), "policy-rc.d"))
+	cmd := exec.Command("bash", "apt-install.sh", "--no-install-recommends", "jq", "etcd-server")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("apt-install.sh: %v\n%s", err, out)
+	}
+	calls, _ := os.ReadFile(logFile)
+	if !strings.Contains(string(calls), "apt-get install -y -qq --no-upgrade --no-install-recommends etcd-server policy=") {
+		t.Errorf("want one apt-get install of etcd-server with --no-install-recommends:\n%s", calls)
 	}
 }

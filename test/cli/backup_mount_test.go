@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ type mountRun struct {
 
 // startMount starts "backup mount REF DIR -o json" and returns once DIR
 // holds what it mounts (a file or directory entry appears).
-func (e *restoreEnv) startMount(t *testing.T, ref string) *mountRun {
+func (e *restoreEnv) startMount(t testing.TB, ref string) *mountRun {
 	t.Helper()
 	m := &mountRun{dir: filepath.Join(e.dir, "browse")}
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
@@ -49,7 +50,7 @@ func (e *restoreEnv) startMount(t *testing.T, ref string) *mountRun {
 }
 
 // wait waits for the command's end and returns its JSON result.
-func (m *mountRun) wait(t *testing.T) mountOut {
+func (m *mountRun) wait(t testing.TB) mountOut {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- m.cmd.Wait() }()
@@ -75,7 +76,7 @@ type mountOut struct {
 
 // checkNothingLeft fails if a mount, a loop device or a FUSE filesystem
 // of "backup mount" is left.
-func checkNothingLeft(t *testing.T, dir string) {
+func checkNothingLeft(t testing.TB, dir string) {
 	t.Helper()
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, l := range strings.Split(string(mi), "\n") {
@@ -91,36 +92,111 @@ func checkNothingLeft(t *testing.T, dir string) {
 	}
 }
 
-// TestBackupMount (issue 27): "backup mount" of an ext4 backup lists and
-// reads its files with the source's sha256 while it fetched fewer blocks
-// than the image holds; SIGINT ends it with nothing left mounted or
-// attached and the counts printed; so does "umount DIR".
+// TestBackupMount (issue 27): "backup mount" of an ext4 and of an XFS
+// backup lists the source's tree (names, kinds, symlink targets) and reads
+// every file but one with the source's sha256, having fetched some but
+// fewer blocks than the image's data blocks (the unread 5 MiB file's are
+// not among them); writes are refused; SIGINT ends it with nothing left
+// mounted or attached and the counts printed; so does "umount DIR".
 func TestBackupMount(t *testing.T) {
 	testutil.RequireFUSE(t)
-	e := newRestoreEnv(t)
-	m := e.startMount(t, "s3:lab/x@latest")
-	for _, f := range []string{"sub/filea", "sub/filec", "sub/filed"} {
-		if got, want := sha(t, filepath.Join(m.dir, f)), sha(t, filepath.Join(e.dir, "content", f)); got != want {
-			t.Errorf("%s: sha256 %s, want %s", f, got, want)
+	for _, c := range []struct {
+		fsType string
+		size   int64
+	}{{"ext4", imageSize}, {"xfs", 320 << 20}} {
+		t.Run(c.fsType, func(t *testing.T) {
+			e := newRestoreEnvOf(t, func(t testing.TB, dir string) string { return makeFSImage(t, dir, c.fsType, c.size, browseTree) })
+			m := e.startMount(t, "s3:lab/x@latest")
+			checkBrowsed(t, m.dir, filepath.Join(e.dir, "content"), "sub/fileb")
+			if err := os.WriteFile(filepath.Join(m.dir, "x"), nil, 0o644); err == nil {
+				t.Error("a write to the mounted backup succeeded")
+			}
+			if err := m.cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			res := m.wait(t)
+			t.Logf("%+v; stderr: %s", res, m.stderr.String())
+			if res.FSType != c.fsType || res.FetchedBlocks == 0 || res.FetchedBlocks >= res.DataBlocks || res.Blocks != c.size/blockSize {
+				t.Errorf("result %+v: want %s, %d blocks, some but fewer than all data blocks fetched", res, c.fsType, c.size/blockSize)
+			}
+			checkNothingLeft(t, m.dir)
+
+			m = e.startMount(t, "s3:lab/x@latest")
+			testutil.Run(t, "umount", m.dir)
+			m.wait(t)
+			checkNothingLeft(t, m.dir)
+		})
+	}
+}
+
+// browseTree adds to makeFSImage's tree what browsing must show as it
+// is: an empty file, a nested directory and symlinks (inside the tree, out
+// of it by an absolute and by a relative path).
+func browseTree(t testing.TB, src string) {
+	t.Helper()
+	for _, err := range []error{
+		os.MkdirAll(filepath.Join(src, "sub", "deep"), 0o755),
+		os.WriteFile(filepath.Join(src, "sub", "deep", "small"), []byte("a small file\n"), 0o644),
+		os.WriteFile(filepath.Join(src, "empty"), nil, 0o644),
+		os.Symlink("filed", filepath.Join(src, "sub", "inside")),
+		os.Symlink("/etc/hostname", filepath.Join(src, "sub", "escape")),
+		os.Symlink("../../etc/hostname", filepath.Join(src, "sub", "up")),
+	} {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(m.dir, "x"), nil, 0o644); err == nil {
-		t.Error("a write to the mounted backup succeeded")
-	}
-	if err := m.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	res := m.wait(t)
-	t.Logf("%+v; stderr: %s", res, m.stderr.String())
-	if res.FSType != "ext4" || res.FetchedBlocks == 0 || res.FetchedBlocks >= res.DataBlocks || res.Blocks != imageSize/blockSize {
-		t.Errorf("result %+v: want ext4, some but fewer than all data blocks fetched", res)
-	}
-	checkNothingLeft(t, m.dir)
+}
 
-	m = e.startMount(t, "s3:lab/x@latest")
-	testutil.Run(t, "umount", m.dir)
-	m.wait(t)
-	checkNothingLeft(t, m.dir)
+// checkBrowsed fails unless the tree at mounted holds what the tree at
+// content holds (lost+found aside) and every regular file but unread
+// reads with its sha256.
+func checkBrowsed(t testing.TB, mounted, content, unread string) {
+	t.Helper()
+	want, got := treeOf(t, content, unread), treeOf(t, mounted, unread)
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s in the mounted backup: %q, want %q", p, got[p], w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s in the mounted backup is not in the source", p)
+		}
+	}
+}
+
+// treeOf maps every path under root (but root and lost+found) to what it
+// is: "dir", "link TARGET", "file SHA256" ("file" for skip, not read).
+func treeOf(t testing.TB, root, skip string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case rel == ".":
+		case rel == "lost+found":
+			return filepath.SkipDir
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			tree[rel] = "link " + target
+			return err
+		case d.IsDir():
+			tree[rel] = "dir"
+		case rel == skip:
+			tree[rel] = "file"
+		default:
+			tree[rel] = "file " + sha(t, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	return tree
 }
 
 // TestBackupMountRaw: a backup without a filesystem is offered as its raw

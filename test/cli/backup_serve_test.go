@@ -96,13 +96,14 @@ type serveRun struct {
 	cl             *http.Client
 }
 
-// startServe starts "backup serve REF --idle 3s -o json" on a free port
-// and returns once it printed its address, fingerprint and token; its
-// client checks the certificate against the printed fingerprint.
-func (e *restoreEnv) startServe(t *testing.T, ref string) *serveRun {
+// startServe starts "backup serve REF --idle 3s -o json EXTRA..." on a
+// free port and returns once it printed its address, fingerprint and
+// token; its client checks the certificate against the printed
+// fingerprint. A flag in extra overrides the one before it (--idle).
+func (e *restoreEnv) startServe(t *testing.T, ref string, extra ...string) *serveRun {
 	t.Helper()
 	sv := &serveRun{t: t}
-	sv.cmd = exec.Command(binary, e.args("backup", "serve", ref, "--listen", "127.0.0.1:0", "--idle", "3s", "-o", "json")...)
+	sv.cmd = exec.Command(binary, e.args(append([]string{"backup", "serve", ref, "--listen", "127.0.0.1:0", "--idle", "3s", "-o", "json"}, extra...)...)...)
 	sv.cmd.Env = append(os.Environ(), e.c.env...)
 	sv.cmd.Stdout, sv.cmd.Stderr = &sv.stdout, &sv.stderr
 	if err := sv.cmd.Start(); err != nil {

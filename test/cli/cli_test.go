@@ -26,7 +26,7 @@ type gcJSON struct {
 	DeletedBlocks int  `json:"deletedBlocks"`
 }
 
-func decode[T any](t *testing.T, s string) T {
+func decode[T any](t testing.TB, s string) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal([]byte(s), &v); err != nil {

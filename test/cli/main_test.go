@@ -43,7 +43,7 @@ type result struct {
 
 // ctl runs chainvolctl with a clean CHAINVOL_* environment plus env.
 type ctl struct {
-	t   *testing.T
+	t   testing.TB
 	env []string
 	// secrets must never appear in any output.
 	secrets []string

@@ -30,7 +30,7 @@ type slowBlocks struct {
 	delDelay atomic.Int64 // nanoseconds, for DELETEs of block objects (slow gcs)
 }
 
-func startSlowBlocks(t *testing.T, backend string) *slowBlocks {
+func startSlowBlocks(t testing.TB, backend string) *slowBlocks {
 	t.Helper()
 	p := &slowBlocks{}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend})
@@ -68,7 +68,11 @@ type restoreEnv struct {
 	proxy *slowBlocks
 }
 
-func newRestoreEnv(t *testing.T) *restoreEnv {
+func newRestoreEnv(t testing.TB) *restoreEnv { return newRestoreEnvOf(t, makeImage) }
+
+// newRestoreEnvOf is newRestoreEnv with the image that mkImage writes
+// under the directory it is given (and returns the path of).
+func newRestoreEnvOf(t testing.TB, mkImage func(t testing.TB, dir string) string) *restoreEnv {
 	srv := testutil.StartS3(t)
 	proxy := startSlowBlocks(t, srv.Endpoint)
 	srv.Endpoint = proxy.addr
@@ -76,7 +80,7 @@ func newRestoreEnv(t *testing.T) *restoreEnv {
 	e.c = &ctl{t: t, secrets: []string{srv.SecretKey}, env: []string{"CHAINVOL_TARGETS=s3=" + srv.URL("chainvol"),
 		"CHAINVOL_ACCESS_KEY_ID=" + srv.AccessKey, "CHAINVOL_SECRET_ACCESS_KEY=" + srv.SecretKey}}
 	e.g = []string{"--state-dir", filepath.Join(e.dir, "state")}
-	e.img = makeImage(t, e.dir)
+	e.img = mkImage(t, e.dir)
 	e.sum = sha(t, e.img)
 	e.c.ok(e.args("backup", "create", "--from", e.img, "--chain", "s3:lab/x", "--block-size", "1048576")...)
 	return e
