@@ -155,22 +155,29 @@ func (im *Image) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 		return 0, io.EOF
 	}
 	end := min(off+int64(len(p)), size)
+	n, err := im.eachBlock(off, end, func(i, pos, stop int64) error {
+		return im.readIn(ctx, i, p[pos-off:stop-off], pos)
+	})
+	if err == nil && end < off+int64(len(p)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// eachBlock calls fn for each block i that [off, end) touches, in order,
+// with the part [pos, stop) of the range inside it, and returns the bytes
+// of the parts done before fn's first error, and that error.
+func (im *Image) eachBlock(off, end int64, fn func(i, pos, stop int64) error) (int, error) {
 	bs := im.src.BlockSize()
-	n := 0
 	for pos := off; pos < end; {
 		i := pos / bs
 		stop := min(end, i*bs+im.src.BlockLen(i))
-		part := p[n : n+int(stop-pos)]
-		if err := im.readIn(ctx, i, part, pos); err != nil {
-			return n, err
+		if err := fn(i, pos, stop); err != nil {
+			return int(pos - off), err
 		}
-		n += len(part)
 		pos = stop
 	}
-	if end < off+int64(len(p)) {
-		return n, io.EOF
-	}
-	return n, nil
+	return int(end - off), nil
 }
 
 // readIn fills part, which lies inside block i, from image offset pos.
@@ -264,6 +271,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		budget = min(budget, failFast)
 	}
 	im.mu.Unlock()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	wait := 100 * time.Millisecond
@@ -271,6 +279,9 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		err := im.fetchOne(ctx, i)
 		if err == nil {
 			return nil
+		}
+		if parent.Err() != nil { // stopped (hydration cancelled): says nothing of the block
+			return parent.Err()
 		}
 		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) || errors.Is(err, errCache) {
 			return err

@@ -28,7 +28,7 @@ type instant struct {
 }
 
 // stageInstant stages b (see instant); torn down by stop or at the end.
-func stageInstant(t *testing.T, b *backup) *instant {
+func stageInstant(t testing.TB, b *backup) *instant {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -65,7 +65,7 @@ func stageInstant(t *testing.T, b *backup) *instant {
 }
 
 // stop detaches the loop device, unmounts FUSE and closes the image.
-func (in *instant) stop(t *testing.T) {
+func (in *instant) stop(t testing.TB) {
 	if in.cleanedUp {
 		return
 	}

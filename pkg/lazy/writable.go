@@ -116,19 +116,9 @@ func (im *Image) WriteAtContext(ctx context.Context, p []byte, off int64) (int, 
 	if off < 0 || off+int64(len(p)) > im.src.SizeBytes() {
 		return 0, fmt.Errorf("%w: %d bytes at %d, size %d", ErrBeyondEnd, len(p), off, im.src.SizeBytes())
 	}
-	bs := im.src.BlockSize()
-	n := 0
-	for pos, end := off, off+int64(len(p)); pos < end; {
-		i := pos / bs
-		stop := min(end, i*bs+im.src.BlockLen(i))
-		part := p[n : n+int(stop-pos)]
-		if err := im.writeIn(ctx, i, part, pos); err != nil {
-			return n, err
-		}
-		n += len(part)
-		pos = stop
-	}
-	return n, nil
+	return im.eachBlock(off, off+int64(len(p)), func(i, pos, stop int64) error {
+		return im.writeIn(ctx, i, p[pos-off:stop-off], pos)
+	})
 }
 
 // writeIn writes part, which lies inside block i, at image offset pos.

@@ -271,3 +271,27 @@ func TestWritableRecordMismatchAndCorrupt(t *testing.T) {
 		t.Fatalf("open with a foreign record: %v, want ErrRecord", err)
 	}
 }
+
+// A reader waiting on a block that hydration is fetching when hydration
+// is stopped fetches the block itself: it gets the backup's bytes, not
+// the hydration's cancellation.
+func TestHydrateStoppedUnderAReader(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	s.readDelay = 400 * time.Millisecond
+	im, _, _ := newWritable(t, s, 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	herr := make(chan error, 1)
+	go func() { herr <- im.Hydrate(ctx, 1) }()
+	time.Sleep(100 * time.Millisecond) // hydration leads block 0
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	buf := make([]byte, 1000)
+	if _, err := im.ReadAt(buf, 10); err != nil || !bytes.Equal(buf, s.data[10:1010]) {
+		t.Fatalf("read under a stopped hydration: %v", err)
+	}
+	if err := <-herr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped hydration: %v", err)
+	}
+	if s.readsOf(0) != 2 {
+		t.Fatalf("block 0 fetched %d times, want 2 (the stopped hydration's, the reader's)", s.readsOf(0))
+	}
+}
