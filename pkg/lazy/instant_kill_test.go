@@ -69,6 +69,8 @@ func TestInstantServerChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	done, total := im.Hydrated()
+	fmt.Printf("CHILD recorded %d %d\n", done, total)
 	fmt.Println("CHILD ready")
 	if err := im.Hydrate(ctx, 2); err != nil {
 		t.Fatal(err)
@@ -133,16 +135,19 @@ func (s *server) await(t *testing.T, want string) {
 			if l == want {
 				return
 			}
+			if strings.HasPrefix(l, "recorded ") {
+				t.Logf("server started with the record marking %s bytes", strings.Replace(strings.TrimPrefix(l, "recorded "), " ", " of ", 1))
+			}
 		case <-timeout:
 			t.Fatalf("no %q from the server in 30 s", want)
 		}
 	}
 }
 
-// killSchedules reads CHAINVOL_SCHEDULES (default 4, about 3 s each) and
+// killSchedules reads CHAINVOL_SCHEDULES (default 3, 2-6 s each) and
 // CHAINVOL_SEED (default from the clock; schedule i uses SEED+i).
 func killSchedules(t *testing.T) (int, uint64) {
-	n, seed := 4, uint64(time.Now().UnixNano()%1_000_000)
+	n, seed := 3, uint64(time.Now().UnixNano()%1_000_000)
 	if v := os.Getenv("CHAINVOL_SCHEDULES"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 {
