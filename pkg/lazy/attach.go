@@ -41,9 +41,25 @@ func MountOptions(fsType string) []string {
 // The sector size is the default 512 bytes, which every filesystem
 // accepts. Errors: losetup's, with its output.
 func Attach(ctx context.Context, file string) (string, error) {
-	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", "--read-only", file).CombinedOutput()
+	return losetup(ctx, "--read-only", file)
+}
+
+// AttachWritable attaches file (a ServeWritable image) to a new
+// read-write loop device and returns its path; the loop device turns its
+// filesystem's flushes into fsync(2) of file. Errors: losetup's.
+func AttachWritable(ctx context.Context, file string) (string, error) {
+	return losetup(ctx, "", file)
+}
+
+// losetup attaches file to a free loop device, with flag if not empty.
+func losetup(ctx context.Context, flag, file string) (string, error) {
+	args := []string{"--find", "--show"}
+	if flag != "" {
+		args = append(args, flag)
+	}
+	out, err := exec.CommandContext(ctx, "losetup", append(args, file)...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("losetup --find --read-only %s: %v: %s", file, err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("losetup %s %s: %v: %s", strings.Join(args, " "), file, err, strings.TrimSpace(string(out)))
 	}
 	return strings.TrimSpace(string(out)), nil
 }

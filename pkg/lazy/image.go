@@ -71,13 +71,20 @@ type Image struct {
 	opts  Options
 	cache *os.File
 
-	mu       sync.Mutex
-	have     []bool              // block i is in the cache file, verified
-	inflight map[int64]*fetch    // blocks being fetched
-	gaveUp   map[int64]time.Time // when a block's fetch last ran out of retries
+	mu          sync.Mutex
+	have        []bool              // block i is in the cache file, verified
+	inflight    map[int64]*fetch    // blocks being fetched
+	gaveUp      map[int64]time.Time // when a block's fetch last ran out of retries
+	marked      int64               // blocks marked in have
+	markedBytes int64               // their bytes
 
 	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64
 	dataBlocks                                            int64
+
+	// rw is set by OpenWritable: the cache is a volume's data file, a
+	// zero block is read from it (the application may have written it),
+	// and flushes write the hydration record.
+	rw *writable
 }
 
 // fetch is one block fetch that readers of the same block wait for.
@@ -89,12 +96,7 @@ type fetch struct {
 // New returns a lazy image of src with an empty cache. Errors: the cache
 // file cannot be made.
 func New(src Source, opts Options) (*Image, error) {
-	if opts.RetryFor <= 0 {
-		opts.RetryFor = DefaultRetryFor
-	}
-	if opts.Permanent == nil {
-		opts.Permanent = func(error) bool { return false }
-	}
+	opts = withDefaults(opts)
 	f, err := os.CreateTemp(opts.CacheDir, "chainvol-lazy-*.cache")
 	if err != nil {
 		return nil, fmt.Errorf("lazy image cache: %w", err)
@@ -123,8 +125,15 @@ func (im *Image) Stats() Stats {
 		Retries: im.retries.Load(), Failures: im.failures.Load()}
 }
 
-// Close releases the cache file (its blocks are gone with it).
-func (im *Image) Close() error { return im.cache.Close() }
+// Close releases the cache file (its blocks are gone with it); a
+// writable image's is flushed first (Flush). Errors: the flush's.
+func (im *Image) Close() error {
+	var err error
+	if im.rw != nil {
+		err = im.Flush()
+	}
+	return errors.Join(err, im.cache.Close())
+}
 
 // ReadAt is ReadAtContext without a context.
 func (im *Image) ReadAt(p []byte, off int64) (int, error) {
@@ -146,27 +155,34 @@ func (im *Image) ReadAtContext(ctx context.Context, p []byte, off int64) (int, e
 		return 0, io.EOF
 	}
 	end := min(off+int64(len(p)), size)
+	n, err := im.eachBlock(off, end, func(i, pos, stop int64) error {
+		return im.readIn(ctx, i, p[pos-off:stop-off], pos)
+	})
+	if err == nil && end < off+int64(len(p)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// eachBlock calls fn for each block i that [off, end) touches, in order,
+// with the part [pos, stop) of the range inside it, and returns the bytes
+// of the parts done before fn's first error, and that error.
+func (im *Image) eachBlock(off, end int64, fn func(i, pos, stop int64) error) (int, error) {
 	bs := im.src.BlockSize()
-	n := 0
 	for pos := off; pos < end; {
 		i := pos / bs
 		stop := min(end, i*bs+im.src.BlockLen(i))
-		part := p[n : n+int(stop-pos)]
-		if err := im.readIn(ctx, i, part, pos); err != nil {
-			return n, err
+		if err := fn(i, pos, stop); err != nil {
+			return int(pos - off), err
 		}
-		n += len(part)
 		pos = stop
 	}
-	if end < off+int64(len(p)) {
-		return n, io.EOF
-	}
-	return n, nil
+	return int(end - off), nil
 }
 
 // readIn fills part, which lies inside block i, from image offset pos.
 func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) error {
-	if im.src.IsZero(i) {
+	if im.src.IsZero(i) && im.rw == nil {
 		clear(part)
 		return nil
 	}
@@ -182,31 +198,54 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 // ensure returns once block i is in the cache, fetching it or waiting for
 // the reader already fetching it.
 func (im *Image) ensure(ctx context.Context, i int64) error {
-	im.mu.Lock()
-	if im.have[i] {
+	return im.underBlock(ctx, i, func() error {
+		// The leader's fetch is not bound to its own reader's context: the
+		// readers waiting for the block still want it when that reader
+		// gives up.
+		return im.fetchRetrying(context.WithoutCancel(ctx), i)
+	})
+}
+
+// underBlock returns once block i is marked in the cache: at once if it
+// is; else, as the block's single flight leader, it runs fill (which must
+// leave the block's bytes in the cache file) and marks the block when fill
+// succeeds; else it waits for the leader. Nothing else writes an unmarked
+// block's bytes, and nothing writes a marked block but the application:
+// so a fetch never overwrites a write. Errors: fill's, the leader's
+// (a waiter's), ctx's.
+func (im *Image) underBlock(ctx context.Context, i int64, fill func() error) error {
+	var f *fetch
+	for f == nil {
+		im.mu.Lock()
+		if im.have[i] {
+			im.mu.Unlock()
+			return nil
+		}
+		lead, busy := im.inflight[i]
+		if !busy {
+			f = &fetch{done: make(chan struct{})}
+			im.inflight[i] = f
+		}
 		im.mu.Unlock()
-		return nil
-	}
-	f, busy := im.inflight[i]
-	if !busy {
-		f = &fetch{done: make(chan struct{})}
-		im.inflight[i] = f
-	}
-	im.mu.Unlock()
-	if busy {
-		select {
-		case <-f.done:
-			return f.err
-		case <-ctx.Done():
-			return ctx.Err()
+		if busy {
+			select {
+			case <-lead.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			// A leader stopped by its own cancellation (hydration stopped)
+			// says nothing of the block: try again, leading if need be.
+			if !errors.Is(lead.err, context.Canceled) {
+				return lead.err
+			}
 		}
 	}
-	// The leader's fetch is not bound to its own reader's context: the
-	// readers waiting for the block still want it when that reader gives up.
-	f.err = im.fetchRetrying(context.WithoutCancel(ctx), i)
+	f.err = fill()
 	im.mu.Lock()
 	if f.err == nil {
 		im.have[i] = true
+		im.marked++
+		im.markedBytes += im.src.BlockLen(i)
 	} else {
 		im.failures.Add(1)
 	}
@@ -232,6 +271,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		budget = min(budget, failFast)
 	}
 	im.mu.Unlock()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	wait := 100 * time.Millisecond
@@ -239,6 +279,9 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		err := im.fetchOne(ctx, i)
 		if err == nil {
 			return nil
+		}
+		if parent.Err() != nil { // stopped (hydration cancelled): says nothing of the block
+			return parent.Err()
 		}
 		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) || errors.Is(err, errCache) {
 			return err

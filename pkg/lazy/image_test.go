@@ -53,7 +53,11 @@ func (s *faultSource) ReadBlock(ctx context.Context, i int64, _, _ []byte) ([]by
 	s.reads.Add(1)
 	c, _ := s.perBlock.LoadOrStore(i, new(atomic.Int64))
 	c.(*atomic.Int64).Add(1)
-	time.Sleep(s.readDelay)
+	select { // as the real source, a cancelled fetch ends at once
+	case <-time.After(s.readDelay):
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
 	if s.zero[i] {
 		panic("a zero block was fetched")
 	}
