@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	"github.com/chainvol/chainvol/internal/csitest"
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 )
@@ -13,10 +14,7 @@ import (
 // it when the request carries the same PVC metadata, and is InvalidArgument
 // without PVC metadata.
 func TestFromBackupTemplate(t *testing.T) {
-	s3 := startS3(t)
-	n := startDriver(t, "node-a", s3.opts(s3.url("")))
-	vol := createVolume(t, n.Ctrl, "pvc-0001", volSize, mountCap("ext4"), pvcParams("shop", "data-db-0"))
-	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
+	n, vol, p := startPVCVolume(t)
 	writeTree(t, p.Path, 3, 16*mib)
 	want := hashTree(t, p.Path)
 	id := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-db-0", "")
@@ -44,4 +42,15 @@ func TestFromBackupTemplate(t *testing.T) {
 		VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")},
 		Parameters:         map[string]string{"fromBackup": params["fromBackup"]}})
 	wantCode(t, "fromBackup template without PVC metadata", err, codes.InvalidArgument, "${pvc.namespace}", "extra-create-metadata")
+}
+
+// startPVCVolume starts S3 and a driver on node-a, creates volume pvc-0001
+// (volSize bytes, ext4) with the metadata of PVC shop/data-db-0 (so its
+// backups go to chain shop/data-db-0) and stages and publishes it.
+func startPVCVolume(t *testing.T) (*csitest.Node, *csi.Volume, *published) {
+	t.Helper()
+	s3 := startS3(t)
+	n := startDriver(t, "node-a", s3.opts(s3.url("")))
+	vol := createVolume(t, n.Ctrl, "pvc-0001", volSize, mountCap("ext4"), pvcParams("shop", "data-db-0"))
+	return n, vol, stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
 }

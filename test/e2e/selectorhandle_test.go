@@ -19,10 +19,7 @@ import (
 // nothing; CreateVolume from it restores that
 // backup (restoredFrom names the concrete id).
 func TestSelectorHandles(t *testing.T) {
-	s3 := startS3(t)
-	n := startDriver(t, "node-a", s3.opts(s3.url("")))
-	vol := createVolume(t, n.Ctrl, "pvc-0001", volSize, mountCap("ext4"), pvcParams("shop", "data-db-0"))
-	p := stagePublish(t, n.Node, vol.GetVolumeId(), mountCap("ext4"))
+	n, vol, p := startPVCVolume(t)
 	writeTree(t, p.Path, 1, 4*mib)
 	first := hashTree(t, p.Path)
 	id1 := backup(t, n.Ctrl, vol.GetVolumeId(), "snap-1", "")

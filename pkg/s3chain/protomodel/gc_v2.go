@@ -2,46 +2,20 @@ package protomodel
 
 // GC pcs of protocol v2 (pkg/s3chain gc.go).
 const (
-	g2Opened  = pcRole + iota // GET config answered
-	g2Held                    // gc lease held: list the locks
-	g2Locks                   // LIST locks answered
-	g2Gone                    // deleting abandoned locks
-	g2Listed                  // LIST blocks answered
-	g2Mans                    // LIST manifests answered
-	g2Man                     // GET manifest answered
-	g2Sweep                   // deleting unreferenced blocks
-	g2Drop                    // dropEmptyChain: LIST manifests answered
-	g2Dropped                 // DELETE config answered
+	g2Mans    = gcOwn + iota // LIST manifests answered
+	g2Man                    // GET manifest answered
+	g2Sweep                  // deleting unreferenced blocks
+	g2Drop                   // dropEmptyChain: LIST manifests answered
+	g2Dropped                // DELETE config answered
 )
 
 // stepGCV2 is one step of a v2 gc of the chain.
 func stepGCV2(s *State, sc *Scope, i int) {
 	p := &s.p[i]
+	if stepGCPrelude(s, sc, i) {
+		return
+	}
 	switch p.pc {
-	case pcStart:
-		p.issue(opGetCfg, 0)
-		p.pc = g2Opened
-	case g2Opened:
-		if !p.respOK {
-			p.pc = pcDone
-			return
-		}
-		p.hold(s, sc, g2Held)
-	case g2Held:
-		p.issue(opListLocks, 0)
-		p.pc = g2Locks
-	case g2Locks:
-		if p.respOK { // a live writer: skip the chain
-			p.release(pcDone)
-			return
-		}
-		p.idx, p.pc = 0, g2Gone
-		nextGoneLock(p, g2Listed)
-	case g2Gone:
-		nextGoneLock(p, g2Listed)
-	case g2Listed:
-		p.issue(opListMans, 0)
-		p.pc = g2Mans
 	case g2Mans, g2Man:
 		if p.pc == g2Man && p.respOK {
 			p.ref0 |= p.respVal
@@ -66,20 +40,6 @@ func stepGCV2(s *State, sc *Scope, i int) {
 	case g2Dropped:
 		p.release(pcDone)
 	}
-}
-
-// nextGoneLock DELETEs the next abandoned lock, then LISTs the blocks and
-// continues at next.
-func nextGoneLock(p *proc, next uint8) {
-	for j := int(p.idx); j < maxProcs; j++ {
-		if p.gone&(1<<j) != 0 {
-			p.idx = uint8(j + 1)
-			p.issue(opDelLock, uint8(j))
-			return
-		}
-	}
-	p.issue(opListBlocks, 0)
-	p.pc = next
 }
 
 // nextManifest GETs the next listed manifest from slot idx on.

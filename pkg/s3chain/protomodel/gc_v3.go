@@ -2,56 +2,26 @@ package protomodel
 
 // GC pcs of protocol v3 (protocol-v3.md, "GC").
 const (
-	g3Opened   = pcRole + iota // GET config answered
-	g3Held                     // gc lease held (progress only)
-	g3Locks                    // LIST locks answered
-	g3Gone                     // deleting abandoned locks
-	g3Listed                   // LIST blocks answered: B
-	g3Mans                     // first LIST manifests answered
-	g3Man                      // first GET manifest answered: R0
-	g3Doomed                   // doom record PUT answered
-	g3Mans1                    // second LIST manifests answered
-	g3Man1                     // second GET manifest answered: R1
-	g3Del                      // DELETEing F
-	g3Undoomed                 // doom record DELETE answered
-	g3State                    // first read: GET state record answered (Scope.Ready)
-	g3Void                     // void record PutIfAbsent answered
-	g3DelMan                   // DELETE of a dead manifest answered
-	g3State1                   // second read: GET state record answered
+	g3Mans     = gcOwn + iota // first LIST manifests answered
+	g3Man                     // first GET manifest answered: R0
+	g3Doomed                  // doom record PUT answered
+	g3Mans1                   // second LIST manifests answered
+	g3Man1                    // second GET manifest answered: R1
+	g3Del                     // DELETEing F
+	g3Undoomed                // doom record DELETE answered
+	g3State                   // first read: GET state record answered (Scope.Ready)
+	g3Void                    // void record PutIfAbsent answered
+	g3DelMan                  // DELETE of a dead manifest answered
+	g3State1                  // second read: GET state record answered
 )
 
 // stepGCV3 is one step of a v3 gc of the chain.
 func stepGCV3(s *State, sc *Scope, i int) {
 	p := &s.p[i]
+	if stepGCPrelude(s, sc, i) {
+		return
+	}
 	switch p.pc {
-	case pcStart:
-		p.issue(opGetCfg, 0)
-		p.pc = g3Opened
-	case g3Opened:
-		if !p.respOK {
-			p.pc = pcDone
-			return
-		}
-		p.hold(s, sc, g3Held)
-	case g3Held:
-		if sc.NoLocks { // as if nobody held a lock
-			p.pc, p.gone = g3Locks, 0
-			return
-		}
-		p.issue(opListLocks, 0)
-		p.pc = g3Locks
-	case g3Locks:
-		if p.respOK {
-			p.release(pcDone)
-			return
-		}
-		p.idx, p.pc = 0, g3Gone
-		nextGoneLock(p, g3Listed)
-	case g3Gone:
-		nextGoneLock(p, g3Listed)
-	case g3Listed:
-		p.issue(opListMans, 0)
-		p.pc = g3Mans
 	case g3Mans, g3Man, g3State, g3Void, g3DelMan:
 		if sc.Ready && readTidy(p) {
 			return

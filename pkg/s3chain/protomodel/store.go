@@ -71,12 +71,7 @@ func landData(s *State, sc *Scope, i int, r req, answer bool) {
 		s.noteGCDelete(p)
 	case opListMans:
 		if answer {
-			p.mans = 0
-			for k, m := range st.mans {
-				if m.exists {
-					p.mans |= 1 << k
-				}
-			}
+			p.mans = present(st.mans[:], func(m manifest) bool { return m.exists })
 		}
 	case opGetMan:
 		if answer {
@@ -101,12 +96,7 @@ func landData(s *State, sc *Scope, i int, r req, answer bool) {
 		st.dooms[i] = doom{exists: true, keys: p.doomed}
 	case opListDooms:
 		if answer {
-			p.dooms = 0
-			for k, d := range st.dooms {
-				if d.exists {
-					p.dooms |= 1 << k
-				}
-			}
+			p.dooms = present(st.dooms[:], func(d doom) bool { return d.exists })
 		}
 	case opGetDoom:
 		if d := st.dooms[r.arg]; answer && d.exists {
@@ -198,3 +188,15 @@ func landState(s *State, sc *Scope, i int, r req, answer bool) {
 func slotBy(seen uint8, slot int) uint8 { return seen >> (2 * slot) & 3 }
 
 func slotDigs(seen uint16, slot int) uint8 { return uint8(seen>>(3*slot)) & 7 }
+
+// present is the bit set of the slots of xs that exist: bit k for xs[k],
+// as a LIST of manifests or doom records answers it (at most 8 slots).
+func present[T any](xs []T, exists func(T) bool) uint8 {
+	var bits uint8
+	for k, x := range xs {
+		if exists(x) {
+			bits |= 1 << k
+		}
+	}
+	return bits
+}

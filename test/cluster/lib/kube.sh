@@ -108,3 +108,43 @@ Y
   local content; content=$(jp "$1" "volumesnapshot/$2" '{.status.boundVolumeSnapshotContentName}')
   k get volumesnapshotcontent "$content" -o 'jsonpath={.status.snapshotHandle}'
 }
+
+# statefulset NS NAME CLASS COMMAND [ENV] [DATASOURCE]: applies the
+# 3-replica Parallel StatefulSet NAME (pods labelled app=NAME, claims
+# data-NAME-N of CLASS, 1Gi, mounted at /data) whose one container runs
+# COMMAND (a JSON string, for /bin/sh -ec) with ENV (a YAML list, default
+# none) and is ready once /tmp/ready exists; DATASOURCE (YAML flow map)
+# fills each claim through a volume populator. Waits for the rollout.
+statefulset() {
+  apply <<Y
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: $2, namespace: $1}
+spec:
+  serviceName: $2
+  replicas: 3
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: c
+          image: $TOOLS_IMAGE
+          imagePullPolicy: Never
+          env: ${5:-[]}
+          command: ["/bin/sh", "-ec", $4]
+          readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1}
+          volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec:
+        storageClassName: $3
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 1Gi}}
+        ${6:+dataSourceRef: $6}
+Y
+  k -n "$1" rollout status "statefulset/$2" --timeout=300s >/dev/null || {
+    log "StatefulSet $1/$2 not rolled out: $(k -n "$1" get pvc,pods -o wide 2>&1)"; return 1; }
+}

@@ -93,36 +93,7 @@ STS_BLOB=8388608
 
 # sts NS CLASS ROUND: the 3-replica StatefulSet web with claims data-web-N.
 sts() {
-  apply <<Y
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: web, namespace: $1}
-spec:
-  serviceName: web
-  replicas: 3
-  podManagementPolicy: Parallel
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-        - name: c
-          image: $TOOLS_IMAGE
-          imagePullPolicy: Never
-          env: [{name: ROUND, value: "$3"}]
-          command: ["/bin/sh", "-ec", $(printf '%s' "$STS_SCRIPT" | jq -Rs .)]
-          readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1}
-          volumeMounts: [{name: data, mountPath: /data}]
-  volumeClaimTemplates:
-    - metadata: {name: data}
-      spec:
-        storageClassName: $2
-        accessModes: [ReadWriteOnce]
-        resources: {requests: {storage: 1Gi}}
-Y
-  k -n "$1" rollout status statefulset/web --timeout=300s >/dev/null || {
-    log "StatefulSet $1/web not rolled out: $(k -n "$1" get pods -o wide 2>&1)"; return 1; }
+  statefulset "$1" web "$2" "$(printf '%s' "$STS_SCRIPT" | jq -Rs .)" "[{name: ROUND, value: \"$3\"}]"
 }
 
 # round ROUND: every member writes ROUND's data, then a backup of each.

@@ -192,36 +192,8 @@ s_pop_statefulset() {
   gone_ns popsts || return 1
   k create namespace popsts >/dev/null
   bsource popsts db '${pvc.namespace}/${pvc.name}' "before:$t" || return 1
-  apply <<Y
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: popsts}
-spec:
-  serviceName: db
-  replicas: 3
-  podManagementPolicy: Parallel
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-        - name: c
-          image: $TOOLS_IMAGE
-          imagePullPolicy: Never
-          command: ["/bin/sh", "-ec", "cat /data/who; touch /tmp/ready; exec sleep 1000000"]
-          readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1}
-          volumeMounts: [{name: data, mountPath: /data}]
-  volumeClaimTemplates:
-    - metadata: {name: data}
-      spec:
-        storageClassName: e2e-plain
-        accessModes: [ReadWriteOnce]
-        resources: {requests: {storage: 1Gi}}
-        dataSourceRef: {apiGroup: chainvol.csi.io, kind: BackupSource, name: db}
-Y
-  k -n popsts rollout status statefulset/db --timeout=300s >/dev/null || {
-    log "StatefulSet popsts/db not rolled out: $(k -n popsts get pvc,pods 2>&1)"; return 1; }
+  statefulset popsts db e2e-plain '"cat /data/who; touch /tmp/ready; exec sleep 1000000"' '' \
+    '{apiGroup: chainvol.csi.io, kind: BackupSource, name: db}' || return 1
   k -n popsts scale statefulset db --replicas=0 >/dev/null
   until_true "members of popsts/db stopped" 120 sh -c "[ -z \"\$('$KUBECTL' -n popsts get pods -l app=db -o name)\" ]" || return 1
   local i got fs want
