@@ -233,9 +233,10 @@ func (im *Image) underBlock(ctx context.Context, i int64, fill func() error) err
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			// A leader stopped by its own cancellation (hydration stopped)
-			// says nothing of the block: try again, leading if need be.
-			if !errors.Is(lead.err, context.Canceled) {
+			// A leader stopped by its own context (hydration cancelled or
+			// past its deadline) says nothing of the block: try again,
+			// leading if need be.
+			if !errors.Is(lead.err, errStopped) {
 				return lead.err
 			}
 		}
@@ -281,7 +282,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 			return nil
 		}
 		if parent.Err() != nil { // stopped (hydration cancelled): says nothing of the block
-			return parent.Err()
+			return fmt.Errorf("%w: %w", errStopped, parent.Err())
 		}
 		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) || errors.Is(err, errCache) {
 			return err
@@ -300,6 +301,11 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// errStopped is a fetch ended by its caller's context (a hydration
+// cancelled or past its deadline), not by the block: a waiter fetches
+// the block itself.
+var errStopped = errors.New("lazy image: fetch stopped")
 
 // errWrongLength is a block whose source returned other than BlockLen
 // bytes: a broken Source, which no retry mends.

@@ -1,0 +1,126 @@
+package lazy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A failed fdatasync may have dropped the written pages (Linux marks them
+// clean and reports the error once): no later Flush may write a record
+// marking blocks written before it, even when its own fdatasync succeeds.
+func TestFlushAfterFailedSyncMarksNothing(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	im, data, rec := newWritable(t, s, time.Second)
+	if err := im.Flush(); err != nil { // a record marking nothing
+		t.Fatal(err)
+	}
+	if _, err := im.WriteAt(bytes.Repeat([]byte{7}, 1<<14), 1<<14); err != nil {
+		t.Fatal(err)
+	}
+	fdatasync = func(int) error { return syscall.EIO }
+	if err := im.Flush(); err == nil {
+		t.Fatal("Flush with a failing fdatasync: no error")
+	}
+	fdatasync = syscall.Fdatasync
+	t.Cleanup(func() { fdatasync = syscall.Fdatasync })
+	if err := im.Flush(); err == nil {
+		t.Error("Flush after a failed fdatasync: no error, the lost write's loss hidden")
+	}
+	im.Close()
+	have, err := loadRecord(rec, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have[1] {
+		t.Fatal("the record marks a block whose writeback failed")
+	}
+	_ = data
+}
+
+// A write whose end overflows int64 is ErrBeyondEnd, not a panic.
+func TestWriteAtOffsetOverflow(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	im, _, _ := newWritable(t, s, time.Second)
+	if _, err := im.WriteAt(make([]byte, 16), math.MaxInt64-8); !errors.Is(err, ErrBeyondEnd) {
+		t.Fatalf("write at MaxInt64-8: %v, want ErrBeyondEnd", err)
+	}
+}
+
+// A record whose bits were flipped (a bad sector, a stray write) is
+// refused: it would mark an unhydrated block, read as the sparse file's
+// zeros.
+func TestWritableRecordBitFlip(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	im, data, rec := newWritable(t, s, time.Second)
+	if _, err := im.ReadAt(make([]byte, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[recordHeader] |= 1 << 2 // block 2, never fetched
+	if err := os.WriteFile(rec, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	im2, err := OpenWritable(s, data, rec, Options{})
+	if err == nil {
+		buf := make([]byte, 10)
+		_, rerr := im2.ReadAt(buf, 2<<14)
+		im2.Close()
+		t.Fatalf("a flipped record accepted; block 2 reads %x (%v), the backup %x", buf, rerr, s.data[2<<14:2<<14+10])
+	}
+	if !errors.Is(err, ErrRecord) {
+		t.Fatalf("open with a flipped record: %v, want ErrRecord", err)
+	}
+}
+
+// A hydration stopped by its deadline is stopped as by a cancel: the
+// reader waiting on its fetch fetches the block itself.
+func TestHydrateDeadlineUnderAReader(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	s.readDelay = 400 * time.Millisecond
+	im, _, _ := newWritable(t, s, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	herr := make(chan error, 1)
+	go func() { herr <- im.Hydrate(ctx, 1) }()
+	time.Sleep(100 * time.Millisecond) // hydration leads block 0
+	buf := make([]byte, 1000)
+	if _, err := im.ReadAt(buf, 10); err != nil || !bytes.Equal(buf, s.data[10:1010]) {
+		t.Fatalf("read under a hydration past its deadline: %v", err)
+	}
+	if err := <-herr; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hydration past its deadline: %v", err)
+	}
+}
+
+// A record of an image of another size (same block count and block size:
+// its last block shorter) is refused.
+func TestWritableRecordOtherSize(t *testing.T) {
+	s := newFaultSource(t, 4<<14, 1<<14)
+	im, _, rec := newWritable(t, s, time.Second)
+	if _, err := im.ReadAt(make([]byte, 10), 3<<14); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := newFaultSource(t, 4<<14-100, 1<<14)
+	_, data, _ := newWritable(t, other, time.Second)
+	if im2, err := OpenWritable(other, data, rec, Options{}); !errors.Is(err, ErrRecord) {
+		if err == nil {
+			im2.Close()
+		}
+		t.Fatalf("open with the record of a bigger image: %v, want ErrRecord", err)
+	}
+}
