@@ -202,7 +202,7 @@ func (im *Image) ensure(ctx context.Context, i int64) error {
 		// The leader's fetch is not bound to its own reader's context: the
 		// readers waiting for the block still want it when that reader
 		// gives up.
-		return im.fetchRetrying(context.WithoutCancel(ctx), i)
+		return im.fetchRetrying(context.WithoutCancel(ctx), i, false)
 	})
 }
 
@@ -264,8 +264,11 @@ const failFast = 2 * time.Second
 // fetchRetrying fetches block i into the cache file, retrying failures
 // that are not Permanent with a backoff (100 ms doubling to 5 s), all
 // within RetryFor from the first try (failFast for a block that gave up
-// less than RetryFor ago).
-func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
+// less than RetryFor ago). background is hydration's fetch: its running
+// out of retries is not a reader giving up, so it records no give-up (a
+// reader coming later still waits RetryFor) and is errStopped to its
+// waiters (they fetch with a budget of their own).
+func (im *Image) fetchRetrying(ctx context.Context, i int64, background bool) error {
 	budget := im.opts.RetryFor
 	im.mu.Lock()
 	if t, ok := im.gaveUp[i]; ok && time.Since(t) < im.opts.RetryFor {
@@ -288,10 +291,14 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 			return err
 		}
 		if ctx.Err() != nil {
+			err = fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
+			if background {
+				return fmt.Errorf("%w: %w", errStopped, err)
+			}
 			im.mu.Lock()
 			im.gaveUp[i] = time.Now()
 			im.mu.Unlock()
-			return fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
+			return err
 		}
 		im.retries.Add(1)
 		select {
@@ -303,8 +310,9 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 }
 
 // errStopped is a fetch ended by its caller's context (a hydration
-// cancelled or past its deadline), not by the block: a waiter fetches
-// the block itself.
+// cancelled or past its deadline) or a hydration's fetch out of retries:
+// it says nothing a waiting reader must take as its answer, and a waiter
+// fetches the block itself.
 var errStopped = errors.New("lazy image: fetch stopped")
 
 // errWrongLength is a block whose source returned other than BlockLen

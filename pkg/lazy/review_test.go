@@ -124,3 +124,24 @@ func TestWritableRecordOtherSize(t *testing.T) {
 		t.Fatalf("open with the record of a bigger image: %v, want ErrRecord", err)
 	}
 }
+
+// Hydration running out of retries in an outage is not a reader giving
+// up: a reader arriving after it still waits RetryFor before its EIO (the
+// failFast budget is for the kernel's re-issues of a failed read), since
+// on a mounted volume an EIO read can cost the filesystem.
+func TestHydrateOutageKeepsReadersWait(t *testing.T) {
+	const retryFor = 4 * time.Second
+	s := newFaultSource(t, 2<<14, 1<<14)
+	s.down.Store(true)
+	im, _, _ := newWritable(t, s, retryFor)
+	ctx, cancel := context.WithCancel(context.Background())
+	herr := make(chan error, 1)
+	go func() { herr <- im.Hydrate(ctx, 1) }()
+	defer func() { cancel(); <-herr }()
+	time.Sleep(retryFor + 500*time.Millisecond) // hydration gave up block 0 once
+	start := time.Now()
+	_, err := im.ReadAt(make([]byte, 10), 0)
+	if waited := time.Since(start); err == nil || waited < retryFor-time.Second {
+		t.Fatalf("read in an outage after hydration gave up: %v after %s, want an error after about %s", err, waited.Round(time.Millisecond), retryFor)
+	}
+}

@@ -138,7 +138,7 @@ func (im *Image) writeIn(ctx context.Context, i int64, part []byte, pos int64) e
 			wrote = true
 			if !whole {
 				// Fetched whatever the writer's interruption: its waiters want it.
-				if err := im.fetchRetrying(context.WithoutCancel(ctx), i); err != nil {
+				if err := im.fetchRetrying(context.WithoutCancel(ctx), i, false); err != nil {
 					return err
 				}
 			}
