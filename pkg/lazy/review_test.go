@@ -145,3 +145,46 @@ func TestHydrateOutageKeepsReadersWait(t *testing.T) {
 		t.Fatalf("read in an outage after hydration gave up: %v after %s, want an error after about %s", err, waited.Round(time.Millisecond), retryFor)
 	}
 }
+
+// An unaligned write across three blocks fetches the two it covers in
+// part and not the one it covers whole; a whole write of the short last
+// block fetches nothing; a write across a block whose fetch fails
+// permanently writes and marks the blocks before it, leaves that one
+// unmarked, and reports how much it wrote.
+func TestWritableWriteSpansBlocks(t *testing.T) {
+	const bs = 1 << 14
+	s := newFaultSource(t, 6*bs-100, bs)
+	im, data, _ := newWritable(t, s, time.Second)
+	span := bytes.Repeat([]byte{9}, 2*bs)
+	if _, err := im.WriteAt(span, bs/2); err != nil { // half of 0, all of 1, half of 2
+		t.Fatal(err)
+	}
+	last := bytes.Repeat([]byte{5}, bs-100)
+	if _, err := im.WriteAt(last, 5*bs); err != nil {
+		t.Fatal(err)
+	}
+	if s.readsOf(0) != 1 || s.readsOf(1) != 0 || s.readsOf(2) != 1 || s.readsOf(5) != 0 {
+		t.Fatalf("fetches of blocks 0, 1, 2, 5: %d %d %d %d, want 1 0 1 0", s.readsOf(0), s.readsOf(1), s.readsOf(2), s.readsOf(5))
+	}
+	if _, err := im.ReadAt(make([]byte, 1), 3*bs); err != nil { // block 3 marked
+		t.Fatal(err)
+	}
+	s.corrupt.Store(true)
+	n, err := im.WriteAt(span[:bs], 4*bs-10) // 10 bytes of block 3, then part of block 4
+	if !errors.Is(err, errCorrupt) || n != 10 {
+		t.Fatalf("write over a corrupt block: %d bytes, %v; want 10 and the corrupt block's error", n, err)
+	}
+	if im.have[4] {
+		t.Fatal("the block whose fetch failed is marked")
+	}
+	s.corrupt.Store(false)
+	want := bytes.Clone(s.data)
+	copy(want[bs/2:], span)
+	copy(want[5*bs:], last)
+	copy(want[4*bs-10:], span[:10])
+	onDisk, _ := os.ReadFile(data)
+	got := make([]byte, len(want))
+	if _, err := im.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) || !bytes.Equal(onDisk[:3*bs], want[:3*bs]) {
+		t.Fatalf("read back: %v", err)
+	}
+}
