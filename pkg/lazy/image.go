@@ -198,11 +198,12 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 // ensure returns once block i is in the cache, fetching it or waiting for
 // the reader already fetching it.
 func (im *Image) ensure(ctx context.Context, i int64) error {
+	until := time.Now().Add(im.opts.RetryFor)
 	return im.underBlock(ctx, i, func() error {
 		// The leader's fetch is not bound to its own reader's context: the
 		// readers waiting for the block still want it when that reader
 		// gives up.
-		return im.fetchRetrying(context.WithoutCancel(ctx), i, false)
+		return im.fetchRetrying(context.WithoutCancel(ctx), i, until)
 	})
 }
 
@@ -264,17 +265,23 @@ const failFast = 2 * time.Second
 // fetchRetrying fetches block i into the cache file, retrying failures
 // that are not Permanent with a backoff (100 ms doubling to 5 s), all
 // within RetryFor from the first try (failFast for a block that gave up
-// less than RetryFor ago). background is hydration's fetch: its running
-// out of retries is not a reader giving up, so it records no give-up (a
-// reader coming later still waits RetryFor) and is errStopped to its
-// waiters (they fetch with a budget of their own).
-func (im *Image) fetchRetrying(ctx context.Context, i int64, background bool) error {
+// less than RetryFor ago) and, for a reader or writer, before until (its
+// RetryFor from when it first wanted the block, however long it waited on
+// another's fetch). A zero until is hydration's fetch: its running out of
+// retries is not a reader giving up, so it records no give-up (a reader
+// coming later still waits RetryFor) and is errStopped to its waiters
+// (they fetch for what is left of their own RetryFor).
+func (im *Image) fetchRetrying(ctx context.Context, i int64, until time.Time) error {
+	background := until.IsZero()
 	budget := im.opts.RetryFor
 	im.mu.Lock()
 	if t, ok := im.gaveUp[i]; ok && time.Since(t) < im.opts.RetryFor {
 		budget = min(budget, failFast)
 	}
 	im.mu.Unlock()
+	if !background {
+		budget = min(budget, time.Until(until))
+	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()

@@ -188,3 +188,24 @@ func TestWritableWriteSpansBlocks(t *testing.T) {
 		t.Fatalf("read back: %v", err)
 	}
 }
+
+// A reader that waited on a hydration's fetch through an outage until the
+// hydration ran out of retries fetches the block itself, but only for
+// what is left of its own RetryFor: its wait stays about RetryFor (the
+// hung-task and kubelet bounds of rule 3), not twice that.
+func TestHydrateOutageBoundsReadersWait(t *testing.T) {
+	const retryFor = 3 * time.Second
+	s := newFaultSource(t, 2<<14, 1<<14)
+	s.down.Store(true)
+	im, _, _ := newWritable(t, s, retryFor)
+	ctx, cancel := context.WithCancel(context.Background())
+	herr := make(chan error, 1)
+	go func() { herr <- im.Hydrate(ctx, 1) }()
+	defer func() { cancel(); <-herr }()
+	time.Sleep(300 * time.Millisecond) // hydration leads block 0
+	start := time.Now()
+	_, err := im.ReadAt(make([]byte, 10), 0)
+	if waited := time.Since(start); err == nil || waited > retryFor+time.Second {
+		t.Fatalf("read in an outage joining hydration's fetch: %v after %s, want an error after about %s", err, waited.Round(time.Millisecond), retryFor)
+	}
+}

@@ -132,13 +132,14 @@ func (im *Image) WriteAtContext(ctx context.Context, p []byte, off int64) (int, 
 // writeIn writes part, which lies inside block i, at image offset pos.
 func (im *Image) writeIn(ctx context.Context, i int64, part []byte, pos int64) error {
 	whole := pos == i*im.src.BlockSize() && int64(len(part)) == im.src.BlockLen(i)
+	until := time.Now().Add(im.opts.RetryFor)
 	for {
 		wrote := false
 		err := im.underBlock(ctx, i, func() error {
 			wrote = true
 			if !whole {
 				// Fetched whatever the writer's interruption: its waiters want it.
-				if err := im.fetchRetrying(context.WithoutCancel(ctx), i, false); err != nil {
+				if err := im.fetchRetrying(context.WithoutCancel(ctx), i, until); err != nil {
 					return err
 				}
 			}
