@@ -16,19 +16,19 @@ import (
 // marking blocks written before it, even when its own fdatasync succeeds.
 func TestFlushAfterFailedSyncMarksNothing(t *testing.T) {
 	s := newFaultSource(t, 4<<14, 1<<14)
-	im, data, rec := newWritable(t, s, time.Second)
+	im, _, rec := newWritable(t, s, time.Second)
 	if err := im.Flush(); err != nil { // a record marking nothing
 		t.Fatal(err)
 	}
 	if _, err := im.WriteAt(bytes.Repeat([]byte{7}, 1<<14), 1<<14); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { fdatasync = syscall.Fdatasync })
 	fdatasync = func(int) error { return syscall.EIO }
 	if err := im.Flush(); err == nil {
 		t.Fatal("Flush with a failing fdatasync: no error")
 	}
 	fdatasync = syscall.Fdatasync
-	t.Cleanup(func() { fdatasync = syscall.Fdatasync })
 	if err := im.Flush(); err == nil {
 		t.Error("Flush after a failed fdatasync: no error, the lost write's loss hidden")
 	}
@@ -40,7 +40,6 @@ func TestFlushAfterFailedSyncMarksNothing(t *testing.T) {
 	if have[1] {
 		t.Fatal("the record marks a block whose writeback failed")
 	}
-	_ = data
 }
 
 // A write whose end overflows int64 is ErrBeyondEnd, not a panic.
