@@ -124,19 +124,26 @@ func TestWritableRecordOtherSize(t *testing.T) {
 	}
 }
 
-// Hydration running out of retries in an outage is not a reader giving
-// up: a reader arriving after it still waits RetryFor before its EIO (the
-// failFast budget is for the kernel's re-issues of a failed read), since
-// on a mounted volume an EIO read can cost the filesystem.
-func TestHydrateOutageKeepsReadersWait(t *testing.T) {
-	const retryFor = 4 * time.Second
+// hydratingInOutage returns a writable image of 2 blocks whose source is
+// down, hydrating (1 worker) until the test ends.
+func hydratingInOutage(t *testing.T, retryFor time.Duration) *Image {
 	s := newFaultSource(t, 2<<14, 1<<14)
 	s.down.Store(true)
 	im, _, _ := newWritable(t, s, retryFor)
 	ctx, cancel := context.WithCancel(context.Background())
 	herr := make(chan error, 1)
 	go func() { herr <- im.Hydrate(ctx, 1) }()
-	defer func() { cancel(); <-herr }()
+	t.Cleanup(func() { cancel(); <-herr })
+	return im
+}
+
+// Hydration running out of retries in an outage is not a reader giving
+// up: a reader arriving after it still waits RetryFor before its EIO (the
+// failFast budget is for the kernel's re-issues of a failed read), since
+// on a mounted volume an EIO read can cost the filesystem.
+func TestHydrateOutageKeepsReadersWait(t *testing.T) {
+	const retryFor = 4 * time.Second
+	im := hydratingInOutage(t, retryFor)
 	time.Sleep(retryFor + 500*time.Millisecond) // hydration gave up block 0 once
 	start := time.Now()
 	_, err := im.ReadAt(make([]byte, 10), 0)
@@ -194,13 +201,7 @@ func TestWritableWriteSpansBlocks(t *testing.T) {
 // hung-task and kubelet bounds of rule 3), not twice that.
 func TestHydrateOutageBoundsReadersWait(t *testing.T) {
 	const retryFor = 3 * time.Second
-	s := newFaultSource(t, 2<<14, 1<<14)
-	s.down.Store(true)
-	im, _, _ := newWritable(t, s, retryFor)
-	ctx, cancel := context.WithCancel(context.Background())
-	herr := make(chan error, 1)
-	go func() { herr <- im.Hydrate(ctx, 1) }()
-	defer func() { cancel(); <-herr }()
+	im := hydratingInOutage(t, retryFor)
 	time.Sleep(300 * time.Millisecond) // hydration leads block 0
 	start := time.Now()
 	_, err := im.ReadAt(make([]byte, 10), 0)
