@@ -77,7 +77,7 @@ func (im *Image) feed(ctx context.Context, todo chan<- int64) {
 func (im *Image) hydrateBlock(ctx context.Context, i int64) error {
 	wait := time.Second
 	for {
-		err := im.underBlock(ctx, i, func() error { return im.fetchRetrying(ctx, i) })
+		err := im.underBlock(ctx, i, func() error { return im.fetchRetrying(ctx, i, time.Time{}) })
 		if err == nil || ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -198,11 +198,12 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 // ensure returns once block i is in the cache, fetching it or waiting for
 // the reader already fetching it.
 func (im *Image) ensure(ctx context.Context, i int64) error {
+	until := time.Now().Add(im.opts.RetryFor)
 	return im.underBlock(ctx, i, func() error {
 		// The leader's fetch is not bound to its own reader's context: the
 		// readers waiting for the block still want it when that reader
 		// gives up.
-		return im.fetchRetrying(context.WithoutCancel(ctx), i)
+		return im.fetchRetrying(context.WithoutCancel(ctx), i, until)
 	})
 }
 
@@ -233,9 +234,10 @@ func (im *Image) underBlock(ctx context.Context, i int64, fill func() error) err
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			// A leader stopped by its own cancellation (hydration stopped)
-			// says nothing of the block: try again, leading if need be.
-			if !errors.Is(lead.err, context.Canceled) {
+			// A leader stopped by its own context (hydration cancelled or
+			// past its deadline) says nothing of the block: try again,
+			// leading if need be.
+			if !errors.Is(lead.err, errStopped) {
 				return lead.err
 			}
 		}
@@ -263,14 +265,23 @@ const failFast = 2 * time.Second
 // fetchRetrying fetches block i into the cache file, retrying failures
 // that are not Permanent with a backoff (100 ms doubling to 5 s), all
 // within RetryFor from the first try (failFast for a block that gave up
-// less than RetryFor ago).
-func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
+// less than RetryFor ago) and, for a reader or writer, before until (its
+// RetryFor from when it first wanted the block, however long it waited on
+// another's fetch). A zero until is hydration's fetch: its running out of
+// retries is not a reader giving up, so it records no give-up (a reader
+// coming later still waits RetryFor) and is errStopped to its waiters
+// (they fetch for what is left of their own RetryFor).
+func (im *Image) fetchRetrying(ctx context.Context, i int64, until time.Time) error {
+	background := until.IsZero()
 	budget := im.opts.RetryFor
 	im.mu.Lock()
 	if t, ok := im.gaveUp[i]; ok && time.Since(t) < im.opts.RetryFor {
 		budget = min(budget, failFast)
 	}
 	im.mu.Unlock()
+	if !background {
+		budget = min(budget, time.Until(until))
+	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -281,16 +292,20 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 			return nil
 		}
 		if parent.Err() != nil { // stopped (hydration cancelled): says nothing of the block
-			return parent.Err()
+			return fmt.Errorf("%w: %w", errStopped, parent.Err())
 		}
 		if im.opts.Permanent(err) || errors.Is(err, errWrongLength) || errors.Is(err, errCache) {
 			return err
 		}
 		if ctx.Err() != nil {
+			err = fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
+			if background {
+				return fmt.Errorf("%w: %w", errStopped, err)
+			}
 			im.mu.Lock()
 			im.gaveUp[i] = time.Now()
 			im.mu.Unlock()
-			return fmt.Errorf("block %d still failing after %s of retries: %w", i, budget, err)
+			return err
 		}
 		im.retries.Add(1)
 		select {
@@ -300,6 +315,12 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64) error {
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// errStopped is a fetch ended by its caller's context (a hydration
+// cancelled or past its deadline) or a hydration's fetch out of retries:
+// it says nothing a waiting reader must take as its answer, and a waiter
+// fetches the block itself.
+var errStopped = errors.New("lazy image: fetch stopped")
 
 // errWrongLength is a block whose source returned other than BlockLen
 // bytes: a broken Source, which no retry mends.

@@ -21,11 +21,19 @@ var ErrReadOnly = errors.New("lazy image: read-only")
 // fixed (an instant volume is not expanded while it hydrates).
 var ErrBeyondEnd = errors.New("lazy image: write beyond the end of the image")
 
+// fdatasync is syscall.Fdatasync; tests replace it to inject a failed
+// writeback (a fault injector only).
+var fdatasync = syscall.Fdatasync
+
 // writable is the state of an image made by OpenWritable.
 type writable struct {
 	record   string     // the hydration record's path
 	flushMu  sync.Mutex // one flush at a time
 	recorded int64      // marks in the record last written (-1: none written by this process)
+	// syncErr is the first failed fdatasync, for good: Linux reports a
+	// failed writeback once and marks the pages clean, so a later
+	// fdatasync succeeding says nothing of the writes before it.
+	syncErr error
 }
 
 // OpenWritable opens a writable lazy image of src whose cache is the
@@ -113,7 +121,7 @@ func (im *Image) WriteAtContext(ctx context.Context, p []byte, off int64) (int, 
 	if im.rw == nil {
 		return 0, ErrReadOnly
 	}
-	if off < 0 || off+int64(len(p)) > im.src.SizeBytes() {
+	if off < 0 || int64(len(p)) > im.src.SizeBytes()-off { // not off+len: it may overflow
 		return 0, fmt.Errorf("%w: %d bytes at %d, size %d", ErrBeyondEnd, len(p), off, im.src.SizeBytes())
 	}
 	return im.eachBlock(off, off+int64(len(p)), func(i, pos, stop int64) error {
@@ -124,13 +132,14 @@ func (im *Image) WriteAtContext(ctx context.Context, p []byte, off int64) (int, 
 // writeIn writes part, which lies inside block i, at image offset pos.
 func (im *Image) writeIn(ctx context.Context, i int64, part []byte, pos int64) error {
 	whole := pos == i*im.src.BlockSize() && int64(len(part)) == im.src.BlockLen(i)
+	until := time.Now().Add(im.opts.RetryFor)
 	for {
 		wrote := false
 		err := im.underBlock(ctx, i, func() error {
 			wrote = true
 			if !whole {
 				// Fetched whatever the writer's interruption: its waiters want it.
-				if err := im.fetchRetrying(context.WithoutCancel(ctx), i); err != nil {
+				if err := im.fetchRetrying(context.WithoutCancel(ctx), i, until); err != nil {
 					return err
 				}
 			}
@@ -161,8 +170,11 @@ func (im *Image) writeData(part []byte, pos int64) error {
 // fdatasync of the data file, then, if blocks were marked since, the
 // hydration record (durable.WriteFile: temp, fsync, rename). The record
 // is thus written only after an fdatasync that began after the last block
-// it marks was written (the crash rule). The FUSE file's fsync and flush
-// call it. Errors: ErrReadOnly, the data file's, the record's.
+// it marks was written (the crash rule). A failed fdatasync fails this and
+// every later Flush and the record is never written again: the kernel may
+// have dropped the pages it could not write, and reports that only once.
+// The FUSE file's fsync and flush call it. Errors: ErrReadOnly, the data
+// file's (sticky), the record's.
 func (im *Image) Flush() error {
 	w := im.rw
 	if w == nil {
@@ -170,11 +182,15 @@ func (im *Image) Flush() error {
 	}
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
+	if w.syncErr != nil {
+		return w.syncErr
+	}
 	im.mu.Lock()
-	marks, rec := im.marked, encodeRecord(im.have, im.src.BlockSize())
+	marks, rec := im.marked, encodeRecord(im.have, im.src)
 	im.mu.Unlock()
-	if err := syscall.Fdatasync(int(im.cache.Fd())); err != nil {
-		return fmt.Errorf("%w: fdatasync: %w", errCache, err)
+	if err := fdatasync(int(im.cache.Fd())); err != nil {
+		w.syncErr = fmt.Errorf("%w: fdatasync (writes since the last good one may be lost): %w", errCache, err)
+		return w.syncErr
 	}
 	if marks == w.recorded {
 		return nil

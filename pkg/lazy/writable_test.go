@@ -264,7 +264,7 @@ func TestWritableRecordMismatchAndCorrupt(t *testing.T) {
 		t.Fatalf("hydrate a corrupt backup: %v", err)
 	}
 	im.Close()
-	if err := os.WriteFile(rec, []byte("CVHYDR01 not a record"), 0o600); err != nil {
+	if err := os.WriteFile(rec, []byte("CVHYDR02 not a record"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenWritable(s, data, rec, Options{}); !errors.Is(err, ErrRecord) {
