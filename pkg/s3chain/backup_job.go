@@ -114,18 +114,18 @@ func (j *backupJob) report() {
 }
 
 // run reads, digests and uploads the blocks in toRead with j.workers
-// goroutines, each holding one block buffer and one object buffer.
+// goroutines, each holding a block buffer, an object buffer and a check buffer.
 func (j *backupJob) run(ctx context.Context, toRead []int64) error {
 	return eachByWorkers(ctx, j.workers, toRead, func() func(context.Context, int64) error {
-		buf := make([]byte, j.bs)
+		buf, check := make([]byte, j.bs), make([]byte, j.bs)
 		scratch := make([]byte, 0, j.bs+j.bs/8)
-		return func(ctx context.Context, i int64) error { return j.block(ctx, i, buf, scratch) }
+		return func(ctx context.Context, i int64) error { return j.block(ctx, i, buf, scratch, check) }
 	})
 }
 
 // block handles one block: read, zero check, digest, compare with the
-// parent, deduplicate, encode and upload.
-func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) error {
+// parent, deduplicate, encode (checking into check) and upload.
+func (j *backupJob) block(ctx context.Context, i int64, buf, scratch, check []byte) error {
 	off, l := i*j.bs, j.blockLen(i)
 	data := buf[:l]
 	if _, err := j.src.ReadAt(data, off); err != nil {
@@ -153,7 +153,7 @@ func (j *backupJob) block(ctx context.Context, i int64, buf, scratch []byte) err
 		j.dedup.Add(1)
 		return nil
 	}
-	obj, err := j.cfg.encodeBlock(data, d, scratch)
+	obj, err := j.cfg.encodeBlock(data, d, scratch, check)
 	if err != nil {
 		return fmt.Errorf("block %d: %w", i, err)
 	}

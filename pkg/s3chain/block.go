@@ -65,17 +65,24 @@ func (cfg *chainConfig) maxBlockObject() int64 { return cfg.BlockSize + 64 }
 // payload, zstd-compressed when that saves space, then sealed when the chain
 // is encrypted. It decodes the result again and compares, so a codec bug
 // never reaches the store (restic verifies before upload the same way).
-func (cfg *chainConfig) encodeBlock(data []byte, d digest, scratch []byte) ([]byte, error) {
+// scratch holds the object and check the decoded copy when their capacity
+// allows (the backup worker's buffers), else they are allocated. Only a
+// sealed object is copied for the check (decodeBlock decrypts in place):
+// the copy and a fresh decode buffer for every block were 20% of a full
+// backup's block CPU (BenchmarkBackupS3, docs/BENCHMARKS.md).
+func (cfg *chainConfig) encodeBlock(data []byte, d digest, scratch, check []byte) ([]byte, error) {
 	enc, _ := coders()
 	obj := enc.EncodeAll(data, append(scratch[:0], kindZstd))
 	if len(obj) >= len(data)+1 {
 		obj = append(obj[:0], kindRaw)
 		obj = append(obj, data...)
 	}
+	in := obj
 	if cfg.keys.aead != nil {
 		obj = seal(cfg.keys.aead, obj, []byte(d.String()))
+		in = slices.Clone(obj)
 	}
-	back, err := cfg.decodeBlock(slices.Clone(obj), d, int64(len(data)), nil)
+	back, err := cfg.decodeBlock(in, d, int64(len(data)), check)
 	if err != nil || !bytes.Equal(back, data) {
 		return nil, fmt.Errorf("block codec self-check failed: %v", err)
 	}

@@ -51,8 +51,22 @@ type checkpointer struct {
 	mu        sync.Mutex
 	written   []int64 // written since the last flush
 	lastFlush time.Time
-	flushMu   sync.Mutex
+	// interval is the least time between periodic flushes: a second, or
+	// flushSpacing times the last flush's length if that is longer.
+	interval time.Duration
+	flushing bool // a periodic flush is claimed or running
+	flushMu  sync.Mutex
 }
+
+// flushSpacing bounds the share of a restore spent in periodic checkpoint
+// flushes to about 1/flushSpacing. A flush's fsync of the destination
+// waits for every block written since the last one to reach the disk, and
+// on slow storage (the bench's pool: XFS on a loop device over a buffered
+// backing file, whose fsync writes out every dirty page of it) it stalls
+// the restore's writes meanwhile: at one a second, fsyncs took 38% of
+// the wall time of a 644 MiB restore (docs/BENCHMARKS.md, issue 29
+// session 7).
+const flushSpacing = 10
 
 // loadCheckpoint reads path (if any) and keeps its bitmap when it describes
 // the same restore onto the same destination as want; otherwise, and always
@@ -60,7 +74,7 @@ type checkpointer struct {
 // is a claim, not a proof: the restore reads back every block it marks done
 // before skipping it (restoreJob.verifyDone).
 func loadCheckpoint(path string, dest *os.File, want checkpointID, blocks int64, fresh bool) *checkpointer {
-	c := &checkpointer{path: path, dest: dest, file: checkpointFile{checkpointID: want}, lastFlush: time.Now()}
+	c := &checkpointer{path: path, dest: dest, file: checkpointFile{checkpointID: want}, lastFlush: time.Now(), interval: time.Second}
 	c.file.Version = checkpointVersion
 	c.file.Done = make([]byte, (blocks+7)/8)
 	if path == "" || fresh {
@@ -100,13 +114,19 @@ func (c *checkpointer) undo(i int64) {
 }
 
 // markWritten notes block i as written; it becomes done at the next flush.
+// The caller that finds a periodic flush due claims it, so the workers
+// never run flushes back to back (each would fsync again).
 func (c *checkpointer) markWritten(i int64) {
 	c.mu.Lock()
 	c.written = append(c.written, i)
-	due := c.path != "" && time.Since(c.lastFlush) > time.Second
+	due := c.path != "" && !c.flushing && time.Since(c.lastFlush) > c.interval
+	c.flushing = c.flushing || due
 	c.mu.Unlock()
 	if due {
 		_ = c.flush() // a failed periodic flush only costs refetching later
+		c.mu.Lock()
+		c.flushing = false
+		c.mu.Unlock()
 	}
 }
 
@@ -123,10 +143,13 @@ func (c *checkpointer) flush() error {
 	c.written = nil
 	c.lastFlush = time.Now()
 	c.mu.Unlock()
+	start := time.Now()
 	if err := c.dest.Sync(); err != nil {
 		return fmt.Errorf("sync restore destination: %w", err)
 	}
+	took := time.Since(start)
 	c.mu.Lock()
+	c.interval = max(time.Second, flushSpacing*took)
 	for _, i := range batch {
 		c.file.Done[i/8] |= 1 << (i % 8)
 	}

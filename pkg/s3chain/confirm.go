@@ -74,7 +74,7 @@ func (j *backupJob) storeAgain(ctx context.Context, missing []digest, need map[d
 			if blockDigest(j.cfg.keys.names, data) != d {
 				return fmt.Errorf("%w: block %d of %s changed during the backup", ErrCorruptBlock, i, j.o.Source)
 			}
-			obj, err := j.cfg.encodeBlock(data, d, nil)
+			obj, err := j.cfg.encodeBlock(data, d, nil, nil)
 			if err != nil {
 				return fmt.Errorf("block %d: %w", i, err)
 			}

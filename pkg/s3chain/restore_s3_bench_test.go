@@ -26,30 +26,8 @@ import (
 // process, which the S3 server is not part of) per GiB restored: on a
 // shared machine the CPU figure holds where the wall time does not.
 func BenchmarkRestoreS3(b *testing.B) {
-	srv := testutil.StartS3(b)
 	ctx := context.Background()
-	st, err := store.Open(ctx, srv.URL("bench"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := newRepo(b, st, nil)
-	dir := b.TempDir()
-	const size = 512 << 20
-	vol := newTestVolume(b, dir, size, s3chain.DefaultBlockSize, 9)
-	f, err := os.OpenFile(vol.path, os.O_RDWR, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	text := make([]byte, 1<<20)
-	for i := range text {
-		text[i] = "the quick brown fox jumps over a lazy dog\n"[i%42]
-	}
-	for off := int64(0); off < size; off += 8 << 20 {
-		if _, err := f.WriteAt(text, off+3<<20); err != nil {
-			b.Fatal(err)
-		}
-	}
-	f.Close()
+	r, vol := benchS3Volume(b)
 	// The restore writes onto reflink XFS on a loop device, as the
 	// driver's pool is in make bench.
 	pool := testutil.LoopFS(b, "xfs", 2<<30)
@@ -88,6 +66,36 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchS3Volume starts versitygw on loopback and returns a repo on it and
+// a 512 MiB volume, half of it data (1 MiB of text-like bytes in every 8
+// MiB besides the random data newTestVolume writes): the workload of
+// BenchmarkRestoreS3 and BenchmarkBackupS3.
+func benchS3Volume(b *testing.B) (*s3chain.Repo, *testVolume) {
+	srv := testutil.StartS3(b)
+	st, err := store.Open(context.Background(), srv.URL("bench"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newRepo(b, st, nil)
+	const size = 512 << 20
+	vol := newTestVolume(b, b.TempDir(), size, s3chain.DefaultBlockSize, 9)
+	f, err := os.OpenFile(vol.path, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	text := make([]byte, 1<<20)
+	for i := range text {
+		text[i] = "the quick brown fox jumps over a lazy dog\n"[i%42]
+	}
+	for off := int64(0); off < size; off += 8 << 20 {
+		if _, err := f.WriteAt(text, off+3<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r, vol
 }
 
 // BenchmarkBackupFixedCost measures what one backup costs when nothing
