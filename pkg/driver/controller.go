@@ -54,7 +54,7 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 		}
 		return d.volumeResponse(existing, vr.source), nil
 	}
-	src, err := d.contentSource(ctx, vr.source)
+	src, err := d.contentSource(ctx, vr.source, req.GetAccessibilityRequirements())
 	if err != nil {
 		return nil, volumeError("", err)
 	}
@@ -91,7 +91,7 @@ func (d *controller) validateCreateVolume(req *csi.CreateVolumeRequest) (volumeR
 	if err != nil {
 		return volumeRequest{}, err
 	}
-	if err := d.checkTopology(req.GetAccessibilityRequirements()); err != nil {
+	if err := d.requireHere(req.GetAccessibilityRequirements(), "volumes"); err != nil {
 		return volumeRequest{}, err
 	}
 	vr := volumeRequest{name: req.GetName(), access: access, fsType: fsType, params: params,
@@ -111,25 +111,11 @@ func (d *controller) validateCreateVolume(req *csi.CreateVolumeRequest) (volumeR
 	return vr, nil
 }
 
-// checkTopology rejects requisite topologies that exclude this node: a
-// node-local pool can only provision here (CSI spec "TopologyRequirement":
-// ResourceExhausted).
-func (d *controller) checkTopology(tr *csi.TopologyRequirement) error {
-	if len(tr.GetRequisite()) == 0 {
-		return nil
-	}
-	for _, t := range tr.GetRequisite() {
-		if v, ok := t.GetSegments()[TopologyKey]; ok && v == d.opts.NodeID {
-			return nil
-		}
-	}
-	return status.Errorf(codes.ResourceExhausted, "requisite topology excludes this node: volumes of %s are local to node %q (%s=%s)",
-		d.opts.DriverName, d.opts.NodeID, TopologyKey, d.opts.NodeID)
-}
-
 // contentSource resolves a local snapshot or volume source to its lvol; no
-// source gives the zero LVol. Unknown sources are NotFound.
-func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSource) (backend.LVol, error) {
+// source gives the zero LVol. Unknown sources are NotFound, or
+// ResourceExhausted when the CO places the request by topology tr
+// (sourceElsewhere: the source is another node's).
+func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSource, tr *csi.TopologyRequirement) (backend.LVol, error) {
 	var id string
 	var kind backend.Kind
 	switch {
@@ -143,6 +129,11 @@ func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSo
 		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_content_source must be a snapshot or a volume")
 	}
 	lv, err := d.pool.Get(ctx, id)
+	if errors.Is(err, backend.ErrNotFound) {
+		if err := d.sourceElsewhere(tr, kind, id); err != nil {
+			return backend.LVol{}, volumeError("", err)
+		}
+	}
 	if err == nil && (lv.Kind != kind || !volume.Of(lv).Ready()) {
 		err = backend.ErrNotFound
 	}
@@ -217,7 +208,7 @@ func (d *core) csiVolume(lv backend.LVol, src *csi.VolumeContentSource) *csi.Vol
 	}
 	return &csi.Volume{
 		VolumeId: lv.ID, CapacityBytes: lv.SizeBytes, VolumeContext: vc, ContentSource: src,
-		AccessibleTopology: []*csi.Topology{d.topology()},
+		AccessibleTopology: d.localTopology(),
 	}
 }
 

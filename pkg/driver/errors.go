@@ -51,7 +51,9 @@ func familyCode(err error) codes.Code { return classCode(volume.Classify(err)) }
 // right now Aborted (both retryable: the spec leaves transient failures to
 // gRPC's codes). A volume not in the state a call needs (not staged, in
 // use, another filesystem: volume.ErrNotStaged, ...) is FailedPrecondition,
-// one a restore still fills at the node Unavailable.
+// one a restore still fills at the node Unavailable. What only another
+// node can make (a topology that excludes this node, a clone of another
+// node's volume: volume.ClassElsewhere) is ResourceExhausted.
 var classCodes = map[volume.Class]codes.Code{
 	volume.ClassNone:         codes.OK,
 	volume.ClassBusy:         codes.Aborted,
@@ -71,6 +73,7 @@ var classCodes = map[volume.Class]codes.Code{
 	volume.ClassDeadline:     codes.DeadlineExceeded,
 	volume.ClassPrecondition: codes.FailedPrecondition,
 	volume.ClassUnavailable:  codes.Unavailable,
+	volume.ClassElsewhere:    codes.ResourceExhausted,
 }
 
 // classCode is the code of class c; a class without one is Internal.

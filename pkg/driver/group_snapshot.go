@@ -124,7 +124,7 @@ func (d *groups) groupStatus(ctx context.Context, members []backend.LVol, secret
 	g := &csi.VolumeGroupSnapshot{GroupSnapshotId: volume.Of(members[0]).GroupID, ReadyToUse: true,
 		CreationTime: timestamppb.New(members[0].CreatedAt)}
 	for _, m := range members {
-		s := csiSnapshot(m, true)
+		s := d.localCSISnapshot(m)
 		if volume.Of(m).IsBackup() {
 			var err error
 			if s, err = d.backupStatus(ctx, m, secrets); err != nil {

@@ -20,8 +20,10 @@ func (d *identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*c
 }
 
 // GetPluginCapabilities advertises the controller, group controller and
-// snapshot metadata services and topology constraints (volumes are
-// node-local) (CSI spec "GetPluginCapabilities").
+// snapshot metadata services, topology constraints on volumes (they are
+// node-local) and on snapshots (CSI 1.13, alpha: a local snapshot is
+// usable from its node only, a backup from any; accessibility.go) (CSI
+// spec "GetPluginCapabilities").
 func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	svc := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
 		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
@@ -31,6 +33,7 @@ func (d *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabili
 		svc(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE), // group_snapshot.go
 		svc(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
 		svc(csi.PluginCapability_Service_SNAPSHOT_METADATA_SERVICE), // snapshot_metadata.go
+		svc(csi.PluginCapability_Service_SNAPSHOT_ACCESSIBILITY_CONSTRAINTS),
 		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
 			Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
 	}}, nil

@@ -17,10 +17,15 @@ import (
 // serve runs a second driver over e's pool on a unix socket of its own,
 // with the interceptors of Run, and returns clients for it.
 func (e *nodeEnv) serve() (csi.ControllerClient, csi.NodeClient) {
+	conn := e.serveConn()
+	return csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+}
+
+// serveConn is serve's connection, for clients of any service.
+func (e *nodeEnv) serveConn() *grpc.ClientConn {
 	e.t.Helper()
 	sock := filepath.Join(e.work, "csi.sock")
-	d, err := New(Options{NodeID: "node-1", Endpoint: "unix://" + sock, PoolDir: e.poolDir,
-		StateDir: filepath.Join(e.work, "state")}, e.pool, nil, nil)
+	d, err := New(e.options("unix://"+sock), e.pool, nil, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -40,7 +45,7 @@ func (e *nodeEnv) serve() (csi.ControllerClient, csi.NodeClient) {
 			e.t.Fatalf("driver on %s not serving: %v", sock, err)
 		}
 	}
-	return csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+	return conn
 }
 
 // TestMalformedIDs: an id that cannot be a chainvol id is NotFound for

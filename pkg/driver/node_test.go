@@ -31,9 +31,15 @@ type nodeEnv struct {
 	pool    *backend.FilePool
 	poolDir string
 	work    string
+	nodeID  string
+	extra   func(*Options) // adjusts the options of every driver of e; nil: none
 }
 
-func newNodeEnv(t *testing.T) *nodeEnv {
+func newNodeEnv(t *testing.T) *nodeEnv { return newNodeEnvOn(t, "node-1", nil) }
+
+// newNodeEnvOn is newNodeEnv for a driver of node nodeID (its own pool),
+// its options adjusted by extra (nil: none).
+func newNodeEnvOn(t *testing.T, nodeID string, extra func(*Options)) *nodeEnv {
 	t.Helper()
 	testutil.RequireRoot(t)
 	fs := testutil.LoopFS(t, "xfs", 8<<30)
@@ -43,7 +49,7 @@ func newNodeEnv(t *testing.T) *nodeEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	e := &nodeEnv{t: t, ctx: context.Background(), pool: pool, poolDir: poolDir, work: t.TempDir()}
+	e := &nodeEnv{t: t, ctx: context.Background(), pool: pool, poolDir: poolDir, work: t.TempDir(), nodeID: nodeID, extra: extra}
 	e.d = e.newDriver()
 	t.Cleanup(e.cleanup) // runs before TempDir's removal and LoopFS's unmount
 	return e
@@ -51,12 +57,20 @@ func newNodeEnv(t *testing.T) *nodeEnv {
 
 func (e *nodeEnv) newDriver() *Driver {
 	e.t.Helper()
-	d, err := New(Options{NodeID: "node-1", Endpoint: "unix:///tmp/x.sock", PoolDir: e.poolDir,
-		StateDir: filepath.Join(e.work, "state")}, e.pool, nil, nil)
+	d, err := New(e.options("unix:///tmp/x.sock"), e.pool, nil, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return d
+}
+
+// options are the options of a driver of e serving endpoint.
+func (e *nodeEnv) options(endpoint string) Options {
+	o := Options{NodeID: e.nodeID, Endpoint: endpoint, PoolDir: e.poolDir, StateDir: filepath.Join(e.work, "state")}
+	if e.extra != nil {
+		e.extra(&o)
+	}
+	return o
 }
 
 // cleanup unmounts everything under the scratch directory and detaches the

@@ -17,7 +17,11 @@ import (
 // CreateSnapshot takes a reflink snapshot of a volume, with its filesystem
 // frozen if it is staged here so the snapshot holds all that the
 // application wrote; with parameter backup "true" the snapshot is then
-// archived to a backup target (CSI spec "CreateSnapshot").
+// archived to a backup target (CSI spec "CreateSnapshot"). A local
+// snapshot reports this node as its accessible topology, and a requisite
+// topology that excludes this node is ResourceExhausted; a backup reports
+// none and meets any requirement: it restores on every node
+// (accessibility.go).
 func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "name and source_volume_id are required")
@@ -25,6 +29,11 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	sp, err := parseSnapshotParams(req.GetParameters())
 	if err != nil {
 		return nil, snapshotError("", err)
+	}
+	if !sp.Backup {
+		if err := d.requireHere(req.GetAccessibilityRequirements(), "local snapshots"); err != nil {
+			return nil, snapshotError("", err)
+		}
 	}
 	unlock, err := lock(d.vols, snapshotNameLock(req.GetName()))
 	if err != nil {
@@ -38,7 +47,7 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 	if err != nil {
 		return nil, snapshotError("", err)
 	}
-	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(snap, true)}, nil
+	return &csi.CreateSnapshotResponse{Snapshot: d.localCSISnapshot(snap)}, nil
 }
 
 // localSnapshot is volume.Manager.TakeSnapshot, its errors statuses.
@@ -47,7 +56,8 @@ func (d *snapshotter) localSnapshot(ctx context.Context, name, sourceID string, 
 	return snap, snapshotError("", err)
 }
 
-// csiSnapshot describes a snapshot lvol.
+// csiSnapshot describes a snapshot lvol, without topology: a local
+// snapshot adds its node's (localCSISnapshot), a backup has none.
 func csiSnapshot(lv backend.LVol, ready bool) *csi.Snapshot {
 	return &csi.Snapshot{SnapshotId: lv.ID, SourceVolumeId: lv.SourceID, SizeBytes: lv.SizeBytes,
 		CreationTime: timestamppb.New(lv.CreatedAt), ReadyToUse: ready}

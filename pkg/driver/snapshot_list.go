@@ -83,7 +83,7 @@ func (d *core) findSnapshot(ctx context.Context, id string, secrets map[string]s
 	} else if err != nil {
 		return nil, snapshotError("look up snapshot", err)
 	}
-	return csiSnapshot(lv, true), nil
+	return d.localCSISnapshot(lv), nil
 }
 
 // allSnapshots returns every visible snapshot sorted by id: local reflink
@@ -96,7 +96,7 @@ func (d *snapshotter) allSnapshots(ctx context.Context, secrets map[string]strin
 	var out []*csi.Snapshot
 	for _, lv := range lvs {
 		if !volume.Of(lv).Hidden {
-			out = append(out, csiSnapshot(lv, true))
+			out = append(out, d.localCSISnapshot(lv))
 		}
 	}
 	backups, err := d.backupSnapshots(ctx, secrets)

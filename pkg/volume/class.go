@@ -46,6 +46,12 @@ const (
 const (
 	ClassPrecondition Class = "precondition" // not in the state the call needs (not staged, in use, another filesystem): FailedPrecondition
 	ClassUnavailable  Class = "unavailable"  // cannot serve the call yet (a restore still fills it): Unavailable
+	// ClassElsewhere: the request's topology excludes this node, or its
+	// source lives in another node's pool: ResourceExhausted (CSI spec
+	// "CreateVolume Errors", "CreateSnapshot Errors": unable to provision
+	// in the accessible topology), on which external-provisioner gives the
+	// claim back to the scheduler.
+	ClassElsewhere Class = "elsewhere"
 )
 
 // classes is the one ordered table of sentinels: the first row whose test

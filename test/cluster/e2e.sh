@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# e2e.sh (`make e2e-cluster`): chainvol under a real single-node Kubernetes.
+# e2e.sh (`make e2e-cluster`): chainvol under a real single-node Kubernetes
+# (CLUSTER_NODES=2: two nodes on this machine, lib/node_b.sh).
 # Builds (or reuses) the Kubernetes binaries, the CSI sidecars and the images,
 # brings up etcd, the control plane, containerd and a kubelet in a network
 # namespace of their own, installs the snapshot CRDs and controller and
@@ -14,6 +15,7 @@ source "$HERE/lib/scenarios.sh"
 source "$HERE/lib/scenarios_apps.sh"
 source "$HERE/lib/scenarios_lock.sh"
 source "$HERE/lib/scenarios_populator.sh"
+source "$HERE/lib/scenarios_nodes.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
 # restore outlives the provisioner's CreateVolume timeout (3s in
@@ -87,6 +89,12 @@ step "issue 26: missing backup: reason, no leftovers" s_pop_missing
 step "issue 26: StatefulSet from one BackupSource" s_pop_statefulset
 step "issue 26: claim deleted mid-restore" s_pop_delete_mid
 step "issue 26: populator killed mid-restore" s_pop_kill
+# Issue 31's, with CLUSTER_NODES=2 only (lib/node_b.sh): the one-node
+# scenarios above keep to the first node (the second is tainted).
+if two_nodes; then
+  step "two nodes: backup of A restored on B" s_nodes_restore_elsewhere
+  step "two nodes: clone on B refused, made on A" s_nodes_clone_refused
+fi
 # Issue 30's scenarios come last: they upgrade the driver with S3 targets.
 step "issue 30: S3 targets (versioned, Object Lock)" s_lock_up
 step "issue 30: class keepLast 2 over 4 rounds" s_class_retention

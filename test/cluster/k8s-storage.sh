@@ -18,6 +18,9 @@ source "$HERE/lib/images.sh"
 source "$HERE/lib/cluster.sh"
 source "$HERE/storage/images.sh"
 S=$HERE/storage
+# The suite's images are imported on the first node only, and its
+# multi-node specs are not yet sorted out (issue 31): one node for now.
+two_nodes && die "make e2e-k8s-storage runs on one node only (CLUSTER_NODES=2 is for make e2e-cluster)"
 
 # Parallel ginkgo processes: most of a spec's time is waiting for pods and
 # claims, so 3 keep two shared cores busy without starving the cluster.
@@ -106,7 +109,7 @@ s3_up() {
 # cluster's values (the S3 target as the default one), as a user upgrades
 # a release; wait for the new pod and its registration.
 driver_s3() {
-  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system -f test/cluster/values.yaml \
+  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system "${CHART_VALUES[@]}" \
     -f test/cluster/storage/values-s3.yaml bin/image/chart/chainvol) > "$RUN/chainvol-s3.yaml"
   "$KUBECTL" apply -f "$RUN/chainvol-s3.yaml" >/dev/null
   wait_for "chainvol DaemonSet with the S3 target" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s

@@ -8,6 +8,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib/common.sh"
+source "$HERE/lib/node_b.sh"
 
 # stop_pid NAME: SIGTERM the pid in $RUN/pids/NAME, SIGKILL after 15s.
 stop_pid() {
@@ -28,7 +29,7 @@ stop_pid() {
 cluster_pids() {
   local p
   for p in /proc/[0-9]*; do
-    if grep -q '/kubepods' "$p/cgroup" 2>/dev/null || tr "\\0" " " 2>/dev/null < "$p/cmdline" | grep -qF -- "$CTR_SOCK"; then
+    if grep -q '/kubepods' "$p/cgroup" 2>/dev/null || tr "\\0" " " 2>/dev/null < "$p/cmdline" | grep -qF -e "$CTR_SOCK" -e "$CTR_SOCK_B"; then
       echo "${p#/proc/}"
     fi
   done
@@ -45,12 +46,17 @@ our_mounts() {
 teardown() {
   local left=0
   stop_pid kubelet
+  stop_pid kubelet-b
   for pid in $(cluster_pids); do kill -9 "$pid" 2>/dev/null; done
   sleep 1
   if [[ -f $RUN/pids/order ]]; then
     for name in $(tac "$RUN/pids/order"); do stop_pid "$name"; done
   fi
   for pid in $(cluster_pids); do kill -9 "$pid" 2>/dev/null; done
+  # The second node's (CLUSTER_NODES=2) first: its pool's loop devices
+  # are the host's too.
+  local left_b; left_b=$(teardown_node_b)
+  [[ -n $left_b ]] && { log "teardown: second node left: ${left_b//$'\n'/; }"; left=1; }
   # Up to three passes, for what a lazy unmount or a slow loop release left.
   for _ in 1 2 3; do
     release_storage
@@ -83,17 +89,18 @@ teardown() {
   return $left
 }
 
-# pool_loop: the loop device holding the pool's XFS (backed by $RUN/pool.img).
+# pool_loop [IMAGE]: the loop device holding a pool's XFS (backed by
+# IMAGE, default the first node's $RUN/pool.img).
 pool_loop() {
-  losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v f="$RUN/pool.img" '$2 == f {print $1}'
+  losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v f="${1:-$RUN/pool.img}" '$2 == f {print $1}'
 }
 
-# our_loops: the pool's loop device and every loop device the driver attached
-# to an lvol file on it. Matched by the backing file's device number, not its
+# our_loops [IMAGE]: the pool's loop device (pool_loop IMAGE) and every loop
+# device the driver attached to an lvol file on it. Matched by the backing file's device number, not its
 # path: once the pool is lazily unmounted the kernel shows paths relative to
 # the detached mount ("/lvols/...").
 our_loops() {
-  local pool; pool=$(pool_loop)
+  local pool; pool=$(pool_loop "${1:-$RUN/pool.img}")
   [[ -n $pool ]] || return 0
   local majmin; majmin=$(lsblk -dn -o MAJ:MIN "$pool" | tr -d ' ')
   losetup -n -O NAME,BACK-MAJ:MIN 2>/dev/null | awk -v d="$majmin" '$2 == d {print $1}'

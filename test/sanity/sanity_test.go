@@ -21,6 +21,15 @@ import (
 // Ginkgo allows one suite run per process, so each access type gets its own.
 const childEnv = "CHAINVOL_SANITY_ACCESS"
 
+// brokenTopologySpec is the csi-sanity v5.6.0 spec that fails for every
+// driver whose snapshots report a topology: it compares the answer's
+// csi.Topology with the node's by reflect.DeepEqual (gomega Equal), and
+// the node's, marshalled into the requests, carries a filled sizeCache the
+// unmarshalled answer has not. It runs with backups (they report none);
+// for local snapshots TestSnapshotTopologySpec makes its check with
+// proto.Equal.
+const brokenTopologySpec = "should succeed when creating a snapshot with accessibility requirements"
+
 // TestSanity runs the sanity suite for the "mount" and "block" access types,
 // each in a child process, and fails if either reports a failure.
 func TestSanity(t *testing.T) {
@@ -35,6 +44,9 @@ func TestSanity(t *testing.T) {
 			args := []string{"-test.run=^TestSanityChild$", "-test.v"}
 			if v := os.Getenv("SANITY_FOCUS"); v != "" {
 				args = append(args, "-ginkgo.focus="+v)
+			}
+			if !strings.Contains(access, "s3backup") {
+				args = append(args, "-ginkgo.skip="+brokenTopologySpec)
 			}
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), childEnv+"="+access)

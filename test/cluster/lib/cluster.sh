@@ -89,15 +89,19 @@ start_control_plane() {
   start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$KUBECONFIG" --leader-elect=false
 }
 
-start_containerd() {
-  local d=$RUN/containerd
-  mkdir -p "$d"
+# containerd_config DIR SOCK CNI_DIR NET SUBNET [RUNC_ROOT]: a containerd
+# configuration in DIR/config.toml serving SOCK, and its CNI network NET
+# (a bridge with SUBNET) in CNI_DIR; RUNC_ROOT moves runc's state from
+# /run/containerd/runc (a second containerd on the machine).
+containerd_config() {
+  local d=$1 sock=$2 cni=$3 net=$4 subnet=$5 runc=${6:-}
+  mkdir -p "$d" "$cni"
   cat > "$d/config.toml" <<TOML
 version = 2
 root = "$d/root"
 state = "$d/state"
 [grpc]
-  address = "$CTR_SOCK"
+  address = "$sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   # No CAP_SYS_RESOURCE here: lowering oom_score_adj fails without this.
@@ -109,35 +113,45 @@ state = "$d/state"
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$RUN/cni"
+    conf_dir = "$cni"
 TOML
-  # Pods get addresses on a bridge inside the cluster's netns; nothing is
-  # routed outside it.
-  cat > "$RUN/cni/10-e2e.conflist" <<JSON
-{"cniVersion": "0.4.0", "name": "e2e", "plugins": [
+  [[ -n $runc ]] && cat >> "$d/config.toml" <<TOML
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  Root = "$runc"
+TOML
+  # Pods get addresses on a bridge inside the node's netns; nothing is
+  # routed outside the cluster's namespaces.
+  cat > "$cni/10-$net.conflist" <<JSON
+{"cniVersion": "0.4.0", "name": "$net", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.251.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$subnet"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}
 JSON
-  start containerd containerd --config "$d/config.toml"
+}
+
+start_containerd() {
+  containerd_config "$RUN/containerd" "$CTR_SOCK" "$RUN/cni" e2e 10.251.0.0/24
+  start containerd containerd --config "$RUN/containerd/config.toml"
   wait_for containerd 60 ctr --address "$CTR_SOCK" version
 }
 
-start_kubelet() {
+# kubelet_config FILE SOCK CERT [EXTRA]: a kubelet configuration using the
+# containerd at SOCK and serving with $RUN/pki/CERT.crt; EXTRA is more YAML.
+kubelet_config() {
   local P=$RUN/pki
-  cat > "$RUN/kubelet.yaml" <<YAML
+  cat > "$1" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # These machines run cgroup v1, which 1.37 only accepts when told to.
 failCgroupV1: false
 cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CTR_SOCK
+containerRuntimeEndpoint: unix://$2
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
   x509: {clientCAFile: "$P/ca.crt"}
 authorization: {mode: AlwaysAllow}
-tlsCertFile: "$P/kubelet.crt"
-tlsPrivateKeyFile: "$P/kubelet.key"
+tlsCertFile: "$P/$3.crt"
+tlsPrivateKeyFile: "$P/$3.key"
 failSwapOn: false
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
@@ -146,7 +160,12 @@ evictionHard: {nodefs.available: "1%", imagefs.available: "1%", memory.available
 imageGCHighThresholdPercent: 100
 syncFrequency: 10s
 YAML
-  start kubelet "$BIN/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$P/node.kubeconfig" \
+  if [[ -n ${4:-} ]]; then printf '%s\n' "$4" >> "$1"; fi
+}
+
+start_kubelet() {
+  kubelet_config "$RUN/kubelet.yaml" "$CTR_SOCK" kubelet
+  start kubelet "$BIN/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$RUN/pki/node.kubeconfig" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir=/var/lib/kubelet -v=2
   wait_for "node $NODE_NAME" 120 "$KUBECTL" wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
 }
@@ -173,11 +192,15 @@ install_snapshots() {
 install_driver() {
   "$KUBECTL" create namespace chainvol-system >/dev/null
   "$KUBECTL" label namespace chainvol-system pod-security.kubernetes.io/enforce=privileged >/dev/null
-  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system -f test/cluster/values.yaml \
+  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system "${CHART_VALUES[@]}" \
     bin/image/chart/chainvol) > "$RUN/chainvol.yaml"
   grep -qF "image: $(cat "$RUN/chainvol-image")" "$RUN/chainvol.yaml" || die "bin/image/chart/chainvol does not run $(cat "$RUN/chainvol-image")"
   "$KUBECTL" apply -f "$RUN/chainvol.yaml" >/dev/null
   wait_for "chainvol DaemonSet" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
-  wait_for "CSINode registration" 60 sh -c \
-    "'$KUBECTL' get csinode '$NODE_NAME' -o jsonpath='{.spec.drivers[*].name}' | grep -qw chainvol.csi.io"
+  local n nodes=("$NODE_NAME")
+  two_nodes && nodes+=("$NODE_B_NAME")
+  for n in "${nodes[@]}"; do
+    wait_for "CSINode registration ($n)" 60 sh -c \
+      "'$KUBECTL' get csinode '$n' -o jsonpath='{.spec.drivers[*].name}' | grep -qw chainvol.csi.io"
+  done
 }

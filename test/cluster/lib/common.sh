@@ -13,6 +13,24 @@ NODE_NAME=e2e-node
 NODE_IP=10.250.0.1
 
 CTR_SOCK=$RUN/containerd/containerd.sock
+
+# CLUSTER_NODES=2 (opt-in; lib/node_b.sh) adds a second node on the same
+# machine: its own network namespace and address, mount namespace (its own
+# kubelet root, chainvol state dir and XFS pool at the usual paths, so the
+# chart's one DaemonSet runs unchanged on both), containerd and kubelet,
+# joined to the one control plane. Everything of it lives under $NODE_B.
+CLUSTER_NODES=${CLUSTER_NODES:-1}
+[[ $CLUSTER_NODES == 1 || $CLUSTER_NODES == 2 ]] || { echo "CLUSTER_NODES must be 1 or 2, not $CLUSTER_NODES" >&2; exit 1; }
+NODE_B_NAME=e2e-node-b
+NODE_B_IP=10.250.0.2
+NETNS_B=chainvol-e2e-b
+NODE_B=$RUN/node-b
+CTR_SOCK_B=$NODE_B/containerd/containerd.sock
+two_nodes() { [[ $CLUSTER_NODES == 2 ]]; }
+# CHART_VALUES: hack/helmtemplate's values files for this cluster, from the
+# repository's root (a scenario's own file goes after them).
+CHART_VALUES=(-f test/cluster/values.yaml)
+if two_nodes; then CHART_VALUES+=(-f test/cluster/values-two-nodes.yaml); fi
 # Images made locally (lib/images.sh); never pulled.
 PAUSE_IMAGE=registry.local/chainvol/pause:e2e
 TOOLS_IMAGE=registry.local/chainvol/tools:e2e

@@ -45,6 +45,7 @@ make_image() {
   tar -C "$dir" -cf "$out" oci-layout index.json blobs
   rm -rf "$dir"
   ctr --address "$CTR_SOCK" -n k8s.io images import "$out" >/dev/null
+  echo "$out" >> "$RUN/images.list"    # for a second node (lib/node_b.sh)
   log "image $name"
 }
 
@@ -66,6 +67,7 @@ chainvol_image() {
   read -r ref tar < "$REPO/bin/image/last-build" || die "no bin/image/last-build: make image did not run"
   ctr --address "$CTR_SOCK" -n k8s.io images import "$tar" >/dev/null || die "ctr import $tar failed"
   ctr --address "$CTR_SOCK" -n k8s.io images ls -q | grep -qxF "$ref" || die "$tar did not import as $ref"
+  echo "$tar" >> "$RUN/images.list"
   log "image $ref (make image, $(du -h "$tar" | cut -f1))"
   echo "$ref"
 }

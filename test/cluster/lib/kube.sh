@@ -40,13 +40,19 @@ Y
 }
 
 # pod NS NAME CLAIM SCRIPT: a one-shot pod running SCRIPT with the claim at
-# /data; SCRIPT's last words go to the termination message.
+# /data; SCRIPT's last words go to the termination message. With POD_NODE
+# set, the pod runs on that node (and tolerates its taints: the second
+# node of CLUSTER_NODES=2 takes only such pods).
 pod() {
+  local placement=""
+  [[ -n ${POD_NODE:-} ]] && placement="  nodeSelector: {kubernetes.io/hostname: $POD_NODE}
+  tolerations: [{operator: Exists}]"
   apply <<Y
 apiVersion: v1
 kind: Pod
 metadata: {name: $2, namespace: $1}
 spec:
+$placement
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
   containers:

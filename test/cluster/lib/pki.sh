@@ -50,4 +50,9 @@ make_pki() {
   openssl rsa -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null
   kubeconfig admin
   kubeconfig node
+  if two_nodes; then
+    cert node-b "/O=system:nodes/CN=system:node:$NODE_B_NAME"
+    cert kubelet-b "/CN=$NODE_B_NAME" "IP:$NODE_B_IP,DNS:$NODE_B_NAME"
+    kubeconfig node-b
+  fi
 }

@@ -36,7 +36,7 @@ s_lock_up() {
   local check; check=$(lctl target check locked 2>&1) || { log "$check"; return 1; }
   grep -qi governance <<<"$check" || { log "target check of the locked target does not name its lock: $check"; return 1; }
   k -n chainvol-system create secret generic chainvol-s3-credentials --from-file=credentials="$RUN/s3-lock.env" >/dev/null || return 1
-  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system -f test/cluster/values.yaml \
+  (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system "${CHART_VALUES[@]}" \
     -f test/cluster/values-lock.yaml bin/image/chart/chainvol) > "$RUN/chainvol-lock.yaml" || return 1
   k apply -f "$RUN/chainvol-lock.yaml" >/dev/null || return 1
   until_true "chainvol DaemonSet with the S3 targets" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s || return 1
