@@ -21,24 +21,25 @@ import (
 func TestGCLeaseLostSaysSo(t *testing.T) {
 	faulty := storetest.NewFaulty(storetest.NewMem())
 	ctx := context.Background()
-	ttl := 200 * time.Millisecond
-	repo, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: ttl})
+	// The backups that make the chain hold a lease a loaded machine keeps;
+	// the gc's is short, so that the takeover below is judged quickly.
+	setup, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: time.Minute})
+	repo, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: time.Second})
 	vol := newTestVolume(t, t.TempDir(), 4<<20, chainBS, 4)
 	for range 4 {
-		if _, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS}); err != nil {
+		if _, _, err := setup.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS}); err != nil {
 			t.Fatal(err)
 		}
 		vol.change(1, 64<<10)
 	}
-	// Each manifest read takes 100 ms: the gc lasts a while under its lock.
-	faulty.Delay(storetest.OpGet, func(k string) bool { return strings.HasPrefix(k, "manifests/") }, 100*time.Millisecond)
+	// Each manifest read takes 300 ms: the gc lasts a while under its lock.
+	faulty.Delay(storetest.OpGet, func(k string) bool { return strings.HasPrefix(k, "manifests/") }, 300*time.Millisecond)
 	done := make(chan error, 1)
 	go func() {
 		_, err := repo.GC(ctx, s3chain.GCOptions{Chain: "lab/x"})
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
-	_ = faulty.List(ctx, "pending/", func(oi store.ObjectInfo) error { return faulty.Delete(ctx, oi.Key) })
+	takeOverLock(t, faulty)
 	err := <-done
 	if !errors.Is(err, s3chain.ErrLeaseLost) || errors.Is(err, context.Canceled) {
 		t.Fatalf("gc whose lock was taken over: %v, want ErrLeaseLost", err)
@@ -90,6 +91,28 @@ func TestGCRefusedLockedDelete(t *testing.T) {
 	for _, k := range dooms {
 		if strings.Contains(k, "doom") {
 			t.Errorf("doom record left: %s", k)
+		}
+	}
+}
+
+// takeOverLock waits until a chain lock exists in st (the backup or gc
+// started under test holds it), then deletes every lock, as a process
+// that judged them abandoned does. Waiting for the lock, not for a time,
+// keeps the takeover inside the operation on a loaded machine.
+func takeOverLock(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var keys []string
+		_ = st.List(ctx, "pending/", func(oi store.ObjectInfo) error { keys = append(keys, oi.Key); return nil })
+		if len(keys) > 0 {
+			for _, k := range keys {
+				_ = st.Delete(ctx, k)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("no chain lock appeared in 20 s")
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/pkg/s3chain"
-	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/storetest"
 )
 
@@ -156,7 +155,9 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 	faulty := storetest.NewFaulty(storetest.NewMem())
 	ctx := context.Background()
 	dir := t.TempDir()
-	ttl := 200 * time.Millisecond
+	// A TTL a loaded machine still refreshes in time (the lease refreshes
+	// well inside it); the blocks' delays make the backup outlast it.
+	ttl := time.Second
 	repo, _ := s3chain.NewRepo(faulty, s3chain.RepoOptions{LeaseTTL: ttl})
 	vol := newTestVolume(t, dir, 4<<20, chainBS, 4)
 	b1, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, BlockSize: chainBS})
@@ -164,8 +165,9 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	vol.change(3, 200<<10)
-	// Each new block takes 100 ms: the backup lasts several TTLs.
-	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 100*time.Millisecond)
+	// Each new block takes 400 ms (a store call may last up to half a TTL):
+	// the backup outlasts the TTL.
+	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 400*time.Millisecond)
 	done := make(chan error)
 	var m *s3chain.Manifest
 	go func() {
@@ -198,13 +200,12 @@ func TestLongBackupKeepsItsBlocks(t *testing.T) {
 
 	// Taken over: the lock disappears (gc judged it abandoned) mid-backup.
 	vol.change(3, 200<<10)
-	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 50*time.Millisecond)
+	faulty.Delay(storetest.OpPut, func(k string) bool { return strings.HasPrefix(k, "blocks/") }, 300*time.Millisecond)
 	go func() {
 		_, _, err := repo.Backup(ctx, s3chain.BackupOptions{Chain: "lab/x", Source: vol.path, Parent: m.ID, BackupID: "taken", Workers: 1})
 		done <- err
 	}()
-	time.Sleep(60 * time.Millisecond)
-	_ = faulty.List(ctx, "pending/", func(oi store.ObjectInfo) error { return faulty.Delete(ctx, oi.Key) })
+	takeOverLock(t, faulty)
 	if err := <-done; !errors.Is(err, s3chain.ErrLeaseLost) {
 		t.Fatalf("backup whose lock was taken over: %v, want ErrLeaseLost", err)
 	}
