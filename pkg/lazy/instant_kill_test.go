@@ -13,12 +13,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/lazy"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
@@ -144,25 +144,6 @@ func (s *server) await(t *testing.T, want string) {
 	}
 }
 
-// killSchedules reads CHAINVOL_SCHEDULES (default 3, 2-6 s each) and
-// CHAINVOL_SEED (default from the clock; schedule i uses SEED+i).
-func killSchedules(t *testing.T) (int, uint64) {
-	n, seed := 3, uint64(time.Now().UnixNano()%1_000_000)
-	if v := os.Getenv("CHAINVOL_SCHEDULES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("CHAINVOL_SCHEDULES=%q: want a positive number", v)
-		}
-	}
-	if v := os.Getenv("CHAINVOL_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CHAINVOL_SEED=%q: %v", v, err)
-		}
-	}
-	return n, seed
-}
-
 // kill -9 of the FUSE server during hydration, at a random point of an
 // application's writes, fsyncs and reads on the FUSE file: no read ever
 // returns bytes other than the backup's and the writes'; the dead
@@ -176,7 +157,7 @@ func TestInstantKilledServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, seed := killSchedules(t)
+	n, seed := testutil.Schedules(t, 3)
 	for i := range n {
 		s := seed + uint64(i)
 		if !t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runKillSchedule(t, b, src, s) }) {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,7 +70,7 @@ const tolerateTempRecords = true
 
 func TestLifecycleInterleavings(t *testing.T) {
 	testutil.RequireRoot(t)
-	n, seed := lcSchedules(t)
+	n, seed := testutil.Schedules(t, 3)
 	env := newLCEnv(t)
 	total := 0
 	for i := range n {
@@ -84,24 +83,6 @@ func TestLifecycleInterleavings(t *testing.T) {
 		}
 	}
 	t.Logf("%d schedules run, first seed %d", total, seed)
-}
-
-// lcSchedules reads CHAINVOL_SCHEDULES and CHAINVOL_SEED.
-func lcSchedules(t *testing.T) (int, uint64) {
-	n, seed := 3, uint64(time.Now().UnixNano()%1_000_000)
-	if v := os.Getenv("CHAINVOL_SCHEDULES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("CHAINVOL_SCHEDULES=%q: want a positive number", v)
-		}
-	}
-	if v := os.Getenv("CHAINVOL_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("CHAINVOL_SEED=%q: %v", v, err)
-		}
-	}
-	return n, seed
 }
 
 // lcEnv is what the schedules share: versitygw behind a chaosProxy, and a
