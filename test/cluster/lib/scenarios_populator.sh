@@ -187,6 +187,7 @@ popsts_write() {
 # ordinal's own data of that moment, XFS and ext4 members each with their
 # backup's filesystem.
 s_pop_statefulset() {
+  pop_classes   # its own class too, so that E2E_ONLY can run it alone
   k create namespace popsts >/dev/null
   local t; t=$(popsts_write popsts) || return 1
   gone_ns popsts || return 1
