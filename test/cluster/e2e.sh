@@ -94,6 +94,8 @@ step "issue 26: populator killed mid-restore" s_pop_kill
 if two_nodes; then
   step "two nodes: backup of A restored on B" s_nodes_restore_elsewhere
   step "two nodes: clone on B refused, made on A" s_nodes_clone_refused
+  step "two nodes: StatefulSet spread, each member back" s_nodes_statefulset_spread
+  step "two nodes: B drained, pool lost, claims back on A" s_nodes_drain_pool_lost
 fi
 # Issue 30's scenarios come last: they upgrade the driver with S3 targets.
 step "issue 30: S3 targets (versioned, Object Lock)" s_lock_up
