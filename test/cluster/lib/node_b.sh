@@ -105,17 +105,29 @@ start_node_b() {
   containerd_config "$NODE_B/containerd" "$CTR_SOCK_B" "$NODE_B/cni" e2e-b 10.251.1.0/24 "$NODE_B/runc"
   start_b containerd-b containerd --config "$NODE_B/containerd/config.toml"
   wait_for containerd-b 60 ctr --address "$CTR_SOCK_B" version
-  local tar
-  while read -r tar; do
-    ctr --address "$CTR_SOCK_B" -n k8s.io images import "$tar" >/dev/null || die "ctr import $tar on $NODE_B_NAME failed"
-  done < "$RUN/images.list"
-  log "images imported on $NODE_B_NAME: $(wc -l < "$RUN/images.list")"
+  import_images_b 0
   kubelet_config "$NODE_B/kubelet.yaml" "$CTR_SOCK_B" kubelet-b "cgroupRoot: /$NETNS_B
 registerWithTaints: [{key: $TAINT_B, value: only, effect: NoSchedule}]"
   start_b kubelet-b "$BIN/kubelet" --config="$NODE_B/kubelet.yaml" --kubeconfig="$RUN/pki/node-b.kubeconfig" \
     --hostname-override="$NODE_B_NAME" --node-ip="$NODE_B_IP" --root-dir=/var/lib/kubelet -v=2
   wait_for "node $NODE_B_NAME" 120 "$KUBECTL" wait --for=condition=Ready "node/$NODE_B_NAME" --timeout=1s
 }
+
+# import_images_b SKIP: import into the second node's containerd the images
+# the first node imported (lib/images.sh lists them in $RUN/images.list),
+# but for the first SKIP of them (already there).
+import_images_b() {
+  local tar n=0
+  while read -r tar; do
+    ctr --address "$CTR_SOCK_B" -n k8s.io images import "$tar" >/dev/null || die "ctr import $tar on $NODE_B_NAME failed"
+    n=$((n + 1))
+  done < <(tail -n +$(($1 + 1)) "$RUN/images.list")
+  log "images imported on $NODE_B_NAME: $n"
+}
+
+# untaint_node_b: the second node takes any pod (Kubernetes' storage suite
+# places its pods itself and tolerates no taint).
+untaint_node_b() { "$KUBECTL" taint node "$NODE_B_NAME" "$TAINT_B-" >/dev/null; }
 
 # up_node_b: the whole second node (up.sh, after the first node's kubelet).
 up_node_b() {
