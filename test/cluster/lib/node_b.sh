@@ -80,8 +80,14 @@ setup_node_b_mounts() {
   mount --bind "$SHARED_BACKUPS" /var/lib/chainvol/backups
   truncate -s 10G "$NODE_B/pool.img"
   mkfs.xfs -q -m reflink=1 "$NODE_B/pool.img"
+  # The first node's /var/lib/kubelet and /var/lib/chainvol came into the
+  # namespace as slave copies; they go first: a bind mount over one would
+  # stack on it, and containerd, which reads the first entry of
+  # mountinfo for a path, would see the copy (not shared) and refuse the
+  # driver's Bidirectional mounts ("is not a shared mount").
   in_b sh -euc '
     for p in kubelet:/var/lib/kubelet chainvol:/var/lib/chainvol; do
+      if mountpoint -q "${p#*:}"; then umount -R "${p#*:}"; fi
       mount --bind "$1/${p%%:*}" "${p#*:}"
       mount --make-rshared "${p#*:}"
     done
