@@ -15,6 +15,7 @@ source "$HERE/lib/scenarios.sh"
 source "$HERE/lib/scenarios_apps.sh"
 source "$HERE/lib/scenarios_lock.sh"
 source "$HERE/lib/scenarios_populator.sh"
+source "$HERE/lib/node_b.sh"
 source "$HERE/lib/scenarios_nodes.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
