@@ -76,7 +76,7 @@ func TestStaleAndSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tmp := filepath.Join(dir, tmpPrefix+"1")
+	tmp := filepath.Join(dir, ".killed.json~tmp1") // a durable.WriteFile temporary
 	if err := os.WriteFile(tmp, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// tmpPrefix starts the names of records being written.
-const tmpPrefix = ".tmp-"
+	"github.com/chainvol/chainvol/internal/durable"
+)
 
 // maxRecordBytes bounds what List reads of one file: a record is a few
 // hundred bytes; anything far larger is not one.
@@ -46,7 +45,7 @@ func List(dir string) ([]Listed, error) {
 	var out []Listed
 	own := pidNamespace()
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), tmpPrefix) {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") || durable.IsTemp(e.Name()) {
 			continue
 		}
 		r, ok := readRecord(filepath.Join(dir, e.Name()))
@@ -100,8 +99,12 @@ func Sweep(dir string) (int, error) {
 			n++
 		}
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*"))
-	for _, t := range tmps {
+	entries, _ := os.ReadDir(dir) // List read it; a vanished dir has no temporaries
+	for _, e := range entries {
+		if !durable.IsTemp(e.Name()) {
+			continue
+		}
+		t := filepath.Join(dir, e.Name())
 		if fi, err := os.Stat(t); err == nil && time.Since(fi.ModTime()) > time.Minute && os.Remove(t) == nil {
 			n++
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // DirOf is the record directory of a state directory: STATE_DIR/jobs.
@@ -163,29 +165,9 @@ func (p *Publisher) writeLocked(now time.Time) {
 	p.rec.UpdatedAt = now.UTC()
 	data, err := json.Marshal(p.rec)
 	if err == nil {
-		err = writeReplace(p.path, data)
+		err = durable.WriteFile(p.path, data, 0o600) // the one atomic write (issue 32)
 	}
 	if err != nil && p.err == nil {
 		p.err = err
 	}
-}
-
-// writeReplace writes data to a temporary file next to path (a name
-// starting with tmpPrefix) and renames it to path.
-func writeReplace(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }

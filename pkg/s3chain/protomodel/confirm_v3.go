@@ -19,8 +19,7 @@ func stepConfirm(s *State, sc *Scope, i int) {
 		}
 		p.pc = w3Doom
 		if !nextDoom(p) {
-			p.issue(opListBlocks, 0)
-			p.pc = w3Keys
+			p.await(opListBlocks, 0, w3Keys)
 		}
 	case w3Keys:
 		if sc.Mutant == IgnoreDooms {
@@ -43,8 +42,7 @@ func stepConfirm(s *State, sc *Scope, i int) {
 		nextUncovered(s, sc, i)
 	case w3RetractRead:
 		if p.respOK && p.respBy == uint8(i+1) {
-			p.issue(opDelMan, uint8(sc.slot(i)))
-			p.pc = w3Retracted
+			p.await(opDelMan, uint8(sc.slot(i)), w3Retracted)
 			return
 		}
 		p.release(w3Fail)
@@ -70,19 +68,16 @@ func retractV3(p *proc, sc *Scope, i int) {
 	case sc.Ready:
 		p.release(w3Fail)
 	case sc.shared(sc.slot(i)):
-		p.issue(opGetMan, uint8(sc.slot(i)))
-		p.pc = w3RetractRead
+		p.await(opGetMan, uint8(sc.slot(i)), w3RetractRead)
 	default:
-		p.issue(opDelMan, uint8(i+1))
-		p.pc = w3Retracted
+		p.await(opDelMan, uint8(i+1), w3Retracted)
 	}
 }
 
 // startRound begins a confirm round: LIST the doom records.
 func startRound(p *proc) {
 	p.doomed = 0
-	p.issue(opListDooms, 0)
-	p.pc = w3Dooms
+	p.await(opListDooms, 0, w3Dooms)
 }
 
 // nextDoom GETs the next listed doom record.
@@ -114,8 +109,7 @@ func nextUncovered(s *State, sc *Scope, i int) {
 		return
 	}
 	if !p.allOK && sc.Ready { // covered: the ready record decides
-		p.issue(opPutStateIfAbsent, uint8(sc.slot(i)))
-		p.pc = w3Marked
+		p.await(opPutStateIfAbsent, uint8(sc.slot(i)), w3Marked)
 		return
 	}
 	if !p.allOK { // nothing PUT: every digest is covered

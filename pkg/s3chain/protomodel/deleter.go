@@ -24,8 +24,7 @@ func stepDeleter(s *State, sc *Scope, i int) {
 	slot := sc.DeleteSlot
 	switch p.pc {
 	case pcStart:
-		p.issue(opGetMan, slot)
-		p.pc = d1Read
+		p.await(opGetMan, slot, d1Read)
 	case d1Read:
 		if !p.respOK {
 			p.pc = pcDone // ErrBackupNotFound
@@ -36,15 +35,12 @@ func stepDeleter(s *State, sc *Scope, i int) {
 			s.deleted0 = true
 		}
 		if sc.Ready && sc.Mutant != DeleteWithoutVoid {
-			p.issue(opPutStateIfAbsent, slot)
-			p.pc = d1Void
+			p.await(opPutStateIfAbsent, slot, d1Void)
 			return
 		}
-		p.issue(opDelMan, slot)
-		p.pc = d1Gone
+		p.await(opDelMan, slot, d1Gone)
 	case d1Void:
-		p.issue(opDelMan, slot)
-		p.pc = d1Gone
+		p.await(opDelMan, slot, d1Gone)
 	case d1Gone:
 		p.pc = pcDone
 	}

@@ -20,8 +20,7 @@ func stepGCPrelude(s *State, sc *Scope, i int) bool {
 	p := &s.p[i]
 	switch p.pc {
 	case pcStart:
-		p.issue(opGetCfg, 0)
-		p.pc = gcOpened
+		p.await(opGetCfg, 0, gcOpened)
 	case gcOpened:
 		if !p.respOK {
 			p.pc = pcDone
@@ -33,8 +32,7 @@ func stepGCPrelude(s *State, sc *Scope, i int) bool {
 			p.pc, p.gone = gcLocks, 0
 			return true
 		}
-		p.issue(opListLocks, 0)
-		p.pc = gcLocks
+		p.await(opListLocks, 0, gcLocks)
 	case gcLocks:
 		if p.respOK { // a live writer: skip the chain
 			p.release(pcDone)
@@ -45,8 +43,7 @@ func stepGCPrelude(s *State, sc *Scope, i int) bool {
 	case gcGone:
 		nextGoneLock(p, gcListed)
 	case gcListed:
-		p.issue(opListMans, 0)
-		p.pc = gcOwn
+		p.await(opListMans, 0, gcOwn)
 	default:
 		return false
 	}
@@ -63,6 +60,5 @@ func nextGoneLock(p *proc, next uint8) {
 			return
 		}
 	}
-	p.issue(opListBlocks, 0)
-	p.pc = next
+	p.await(opListBlocks, 0, next)
 }

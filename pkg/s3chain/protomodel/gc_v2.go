@@ -35,8 +35,7 @@ func stepGCV2(s *State, sc *Scope, i int) {
 			p.release(pcDone)
 			return
 		}
-		p.issue(opDelCfg, 0)
-		p.pc = g2Dropped
+		p.await(opDelCfg, 0, g2Dropped)
 	case g2Dropped:
 		p.release(pcDone)
 	}
@@ -65,6 +64,5 @@ func sweepV2(s *State, i int) {
 		p.release(pcDone)
 		return
 	}
-	p.issue(opListMans, 0)
-	p.pc = g2Drop
+	p.await(opListMans, 0, g2Drop)
 }

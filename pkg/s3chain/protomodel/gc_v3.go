@@ -33,15 +33,13 @@ func stepGCV3(s *State, sc *Scope, i int) {
 			p.release(pcDone)
 			return
 		}
-		p.issue(opPutDoom, 0)
-		p.pc = g3Doomed
+		p.await(opPutDoom, 0, g3Doomed)
 		if sc.Mutant == NoSecondRead {
 			p.pc, p.ref1 = g3Man1, 0
 		}
 	case g3Doomed:
 		p.ref1 = 0
-		p.issue(opListMans, 0)
-		p.pc = g3Mans1
+		p.await(opListMans, 0, g3Mans1)
 	case g3Mans1, g3Man1, g3State1:
 		if sc.Ready {
 			if readStates(p, g3Mans1, g3Man1, g3State1, false) {
@@ -88,8 +86,7 @@ func nextDelete(p *proc, sc *Scope) {
 		p.release(pcDone)
 		return
 	}
-	p.issue(opDelDoom, 0)
-	p.pc = g3Undoomed
+	p.await(opDelDoom, 0, g3Undoomed)
 }
 
 // readTidy is the gc's first read with state records (FORMAT.md §7.5):
@@ -132,8 +129,7 @@ func readStates(p *proc, listed, got, gotState uint8, first bool) bool {
 			p.readSet |= 1 << k
 			p.seenDigs |= uint16(p.respVal) << (3 * k)
 			p.seenBy |= p.respBy << (2 * k)
-			p.issue(opGetState, uint8(k))
-			p.pc = gotState
+			p.await(opGetState, uint8(k), gotState)
 			return true
 		}
 	case gotState:

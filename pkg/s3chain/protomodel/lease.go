@@ -28,8 +28,14 @@ func (p *proc) hold(s *State, sc *Scope, ret uint8) {
 		return
 	}
 	p.ret, p.start = ret, s.real
-	p.issue(opPutLock, 0)
-	p.pc = pcHold1
+	p.await(opPutLock, 0, pcHold1)
+}
+
+// opened keeps the config version a GET config answered (a writer signs
+// its manifest with it) and takes the writer lease, continuing at held.
+func (p *proc) opened(s *State, sc *Scope, held uint8) {
+	p.cfgVer = p.respVal
+	p.hold(s, sc, held)
 }
 
 // release stops the refresher and deletes the lock, then continues at ret.
@@ -40,8 +46,7 @@ func stepLease(s *State, sc *Scope, i int) bool {
 	p := &s.p[i]
 	switch p.pc {
 	case pcHold1:
-		p.issue(opStatLock, 0)
-		p.pc = pcHold2
+		p.await(opStatLock, 0, pcHold2)
 	case pcHold2:
 		if !p.respOK { // taken over before it was even read back
 			p.pc, p.failed = pcDone, true
@@ -56,8 +61,7 @@ func stepLease(s *State, sc *Scope, i int) bool {
 			return true
 		}
 		p.ref.pc, p.hasLease = refOff, false
-		p.issue(opDelLock, uint8(i))
-		p.pc = pcRelease1
+		p.await(opDelLock, uint8(i), pcRelease1)
 	case pcRelease1:
 		p.pc = p.ret
 	default:

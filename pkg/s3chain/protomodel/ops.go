@@ -39,3 +39,10 @@ var opNames = [...]string{"-", "GET config", "PUT config If-None-Match", "HEAD c
 
 // issue sends r from p's main thread.
 func (p *proc) issue(o op, arg uint8) { p.pend = req{o, arg} }
+
+// await issues o(arg) and continues at pc next, where the answer is read:
+// the one step every role's pcs take between two requests.
+func (p *proc) await(o op, arg uint8, next uint8) {
+	p.issue(o, arg)
+	p.pc = next
+}

@@ -27,47 +27,38 @@ func stepWriterV2(s *State, sc *Scope, i int) {
 	w := sc.Writers[i]
 	switch p.pc {
 	case pcStart:
-		p.issue(opGetCfg, 0)
-		p.pc = w2Opened
+		p.await(opGetCfg, 0, w2Opened)
 	case w2Opened:
 		switch {
 		case p.respOK:
-			p.cfgVer = p.respVal
-			p.hold(s, sc, w2Held)
+			p.opened(s, sc, w2Held)
 		case sc.Atomic:
-			p.issue(opPutCfgIfAbsent, s.newConfig())
-			p.pc = w2Created
+			p.await(opPutCfgIfAbsent, s.newConfig(), w2Created)
 		default: // createConfigNotAtomic: HEAD, then PUT if absent
-			p.issue(opStatCfg, 0)
-			p.pc = w2NAStat
+			p.await(opStatCfg, 0, w2NAStat)
 		}
 	case w2NAStat:
 		if !p.respOK {
-			p.issue(opPutCfg, s.newConfig())
-			p.pc = w2Created
+			p.await(opPutCfg, s.newConfig(), w2Created)
 			return
 		}
 		fallthrough
 	case w2Created:
-		p.issue(opGetCfg, 0)
-		p.pc = w2Reread
+		p.await(opGetCfg, 0, w2Reread)
 	case w2Reread:
 		if !p.respOK { // dropped by a gc meanwhile: the backup fails
 			p.pc, p.failed = pcDone, true
 			return
 		}
-		p.cfgVer = p.respVal
-		p.hold(s, sc, w2Held)
+		p.opened(s, sc, w2Held)
 	case w2Held:
-		p.issue(opListLocks, 0)
-		p.pc = w2Locks
+		p.await(opListLocks, 0, w2Locks)
 	case w2Locks:
 		if p.respOK { // a live gc lock: wait and retry
 			p.release(w2Retry)
 			return
 		}
-		p.issue(opGetCfg, 0)
-		p.pc = w2Checked
+		p.await(opGetCfg, 0, w2Checked)
 	case w2Retry:
 		if p.tries++; p.tries >= sc.Tries {
 			p.pc, p.failed = pcDone, true
@@ -89,8 +80,7 @@ func stepWriterV2Commit(s *State, sc *Scope, i int, w WriterSpec) {
 			return
 		}
 		if w.Parent {
-			p.issue(opGetMan, 0)
-			p.pc = w2Parent
+			p.await(opGetMan, 0, w2Parent)
 			return
 		}
 		p.pc = w2Blocks
@@ -108,15 +98,13 @@ func stepWriterV2Commit(s *State, sc *Scope, i int, w WriterSpec) {
 			p.release(w2Fail)
 			return
 		}
-		p.issue(opPutMan, uint8(i+1))
-		p.pc = w2Committed
+		p.await(opPutMan, uint8(i+1), w2Committed)
 	case w2Committed:
 		if !p.valid(s) {
 			retractV2(p, i)
 			return
 		}
-		p.issue(opStatLock, 0)
-		p.pc = w2HeldLock
+		p.await(opStatLock, 0, w2HeldLock)
 	case w2HeldLock:
 		if !p.respOK || !p.valid(s) {
 			retractV2(p, i)
@@ -126,8 +114,7 @@ func stepWriterV2Commit(s *State, sc *Scope, i int, w WriterSpec) {
 		p.release(pcDone)
 	case w2Retract:
 		if p.respOK {
-			p.issue(opDelMan, uint8(i+1))
-			p.pc = w2Retracted
+			p.await(opDelMan, uint8(i+1), w2Retracted)
 			return
 		}
 		fallthrough
@@ -154,18 +141,15 @@ func nextBlockV2(s *State, sc *Scope, i int, w WriterSpec) {
 	case !p.valid(s):
 		p.release(w2Fail)
 	case sc.Atomic:
-		p.issue(opPutManIfAbsent, uint8(i+1))
-		p.pc = w2Committed
+		p.await(opPutManIfAbsent, uint8(i+1), w2Committed)
 	default:
-		p.issue(opGetCfg, 0)
-		p.pc = w2Check2
+		p.await(opGetCfg, 0, w2Check2)
 	}
 }
 
 // retractV2 deletes the writer's own manifest if it is stored.
 func retractV2(p *proc, i int) {
-	p.issue(opGetMan, uint8(i+1))
-	p.pc = w2Retract
+	p.await(opGetMan, uint8(i+1), w2Retract)
 }
 
 // newConfig draws the version (the secret) of a config about to be made.

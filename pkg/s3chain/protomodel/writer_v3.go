@@ -26,39 +26,32 @@ func stepWriterV3(s *State, sc *Scope, i int) {
 	p := &s.p[i]
 	switch p.pc {
 	case pcStart:
-		p.issue(opGetCfg, 0)
-		p.pc = w3Opened
+		p.await(opGetCfg, 0, w3Opened)
 	case w3Opened:
 		switch {
 		case p.respOK:
-			p.cfgVer = p.respVal
-			p.hold(s, sc, w3Held)
+			p.opened(s, sc, w3Held)
 		case !sc.Atomic: // refused: the store cannot create atomically
 			p.pc, p.failed = pcDone, true
 		default:
-			p.issue(opPutCfgIfAbsent, s.newConfig())
-			p.pc = w3Created
+			p.await(opPutCfgIfAbsent, s.newConfig(), w3Created)
 		}
 	case w3Created:
-		p.issue(opGetCfg, 0)
-		p.pc = w3Reread
+		p.await(opGetCfg, 0, w3Reread)
 	case w3Reread:
-		p.cfgVer = p.respVal
-		p.hold(s, sc, w3Held)
+		p.opened(s, sc, w3Held)
 	case w3Held:
 		if sc.NoLocks { // as if nobody held a lock
 			p.pc = w3Locks
 			return
 		}
-		p.issue(opListLocks, 0)
-		p.pc = w3Locks
+		p.await(opListLocks, 0, w3Locks)
 	case w3Locks:
 		switch {
 		case p.respOK:
 			p.release(w3Retry)
 		case sc.Writers[i].Parent:
-			p.issue(opGetMan, 0)
-			p.pc = w3Parent
+			p.await(opGetMan, 0, w3Parent)
 		default:
 			p.pc = w3Blocks
 			nextBlockV3(s, sc, i)
@@ -97,6 +90,5 @@ func nextBlockV3(s *State, sc *Scope, i int) {
 		p.release(w3Fail)
 		return
 	}
-	p.issue(opPutManIfAbsent, uint8(sc.slot(i)))
-	p.pc = w3Committed
+	p.await(opPutManIfAbsent, uint8(sc.slot(i)), w3Committed)
 }
