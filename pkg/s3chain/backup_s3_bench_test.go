@@ -18,7 +18,7 @@ import (
 // per GiB of data.
 func BenchmarkBackupS3(b *testing.B) {
 	ctx := context.Background()
-	r, vol := benchS3Volume(b)
+	r, _, vol := benchS3Volume(b)
 	var total time.Duration
 	var data int64
 	cpu0 := processCPU()

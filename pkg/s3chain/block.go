@@ -126,6 +126,12 @@ func (cfg *chainConfig) decodeBlock(obj []byte, d digest, want int64, buf []byte
 	return out, nil
 }
 
+// decodesInPlace reports whether obj is a raw block of an unsealed chain,
+// which decodeBlock returns from obj itself without touching its buffer.
+func (cfg *chainConfig) decodesInPlace(obj []byte) bool {
+	return cfg.keys.aead == nil && len(obj) > 0 && obj[0] == kindRaw
+}
+
 // checkBlock decodes a block object into buf and verifies its length and
 // keyed digest.
 func (cfg *chainConfig) checkBlock(obj []byte, d digest, want int64, buf []byte) ([]byte, error) {

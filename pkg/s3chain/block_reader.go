@@ -10,13 +10,14 @@ import (
 
 // fetchBlock downloads the object of digest d (starting from key first,
 // following getBlock to another object of d if that one was deleted) into
-// objBuf, and decodes and checks it into buf against d and its length want
-// (bytes). It returns the verified bytes, the key read and the object's
+// objBuf, and decodes and checks it against d and its length want (bytes),
+// into the buffer scratch returns (called only when the object is not a
+// plain raw block, which is checked where it landed). It returns the verified bytes, the key read and the object's
 // stored size in bytes. block names the block index in errors. Errors:
 // ErrCorruptBlock (missing, too large, undecodable or wrong digest), store
 // errors (store.ErrTransient ...), context errors. It is the one fetch of
 // a restored block: Restore and BlockReader both use it.
-func (r *Repo) fetchBlock(ctx context.Context, cfg *chainConfig, block int64, d digest, first string, want int64, objBuf, buf []byte) ([]byte, string, int64, error) {
+func (r *Repo) fetchBlock(ctx context.Context, cfg *chainConfig, block int64, d digest, first string, want int64, objBuf []byte, scratch func() ([]byte, error)) ([]byte, string, int64, error) {
 	key, obj, err := r.getBlock(ctx, cfg.Chain, d, first, func(k string) ([]byte, error) {
 		return store.GetMaxInto(ctx, r.store, k, cfg.maxBlockObject(), objBuf)
 	})
@@ -27,6 +28,12 @@ func (r *Repo) fetchBlock(ctx context.Context, cfg *chainConfig, block int64, d 
 		return nil, key, 0, fmt.Errorf("fetch block %d (object %s): %w", block, key, err)
 	}
 	n := int64(len(obj))
+	var buf []byte
+	if !cfg.decodesInPlace(obj) {
+		if buf, err = scratch(); err != nil {
+			return nil, key, n, err
+		}
+	}
 	data, err := cfg.checkBlock(obj, d, want, buf)
 	if err != nil {
 		return nil, key, n, fmt.Errorf("%w: block %d (object %s): %v", ErrCorruptBlock, block, key, err)
@@ -97,6 +104,7 @@ func (b *BlockReader) ReadBlock(ctx context.Context, i int64, objBuf, buf []byte
 	if int64(cap(objBuf)) < b.cfg.maxBlockObject() {
 		objBuf = make([]byte, b.cfg.maxBlockObject())
 	}
-	data, _, n, err := b.r.fetchBlock(ctx, b.cfg, i, d, blockKey(b.cfg.Chain, d.String()), b.tip.blockLen(i), objBuf[:cap(objBuf)], buf)
+	data, _, n, err := b.r.fetchBlock(ctx, b.cfg, i, d, blockKey(b.cfg.Chain, d.String()), b.tip.blockLen(i), objBuf[:cap(objBuf)],
+		func() ([]byte, error) { return buf, nil })
 	return data, n, err
 }

@@ -56,6 +56,7 @@ type checkpointer struct {
 	interval time.Duration
 	flushing bool // a periodic flush is claimed or running
 	flushMu  sync.Mutex
+	hooks    *restoreHooks // tests only
 }
 
 // flushSpacing bounds the share of a restore spent in periodic checkpoint
@@ -103,6 +104,15 @@ func CheckpointFits(checkpoint, destination string) bool {
 		cf.DestinationIdentity == identityOf(destination)
 }
 
+// minInterval is the least time between periodic flushes: a second (a
+// test may ask for less).
+func (c *checkpointer) minInterval() time.Duration {
+	if c.hooks != nil && c.hooks.flushEvery > 0 {
+		return c.hooks.flushEvery
+	}
+	return time.Second
+}
+
 func (c *checkpointer) isDone(i int64) bool { return c.file.Done[i/8]&(1<<(i%8)) != 0 }
 
 // undo marks block i as not done: its bytes on the destination are not the
@@ -144,12 +154,19 @@ func (c *checkpointer) flush() error {
 	c.lastFlush = time.Now()
 	c.mu.Unlock()
 	start := time.Now()
-	if err := c.dest.Sync(); err != nil {
+	if h := c.hooks; h != nil && h.beforeSync != nil {
+		h.beforeSync()
+	}
+	err := c.dest.Sync()
+	if h := c.hooks; h != nil && h.afterSync != nil {
+		h.afterSync(err)
+	}
+	if err != nil {
 		return fmt.Errorf("sync restore destination: %w", err)
 	}
 	took := time.Since(start)
 	c.mu.Lock()
-	c.interval = max(time.Second, flushSpacing*took)
+	c.interval = max(c.minInterval(), flushSpacing*took)
 	for _, i := range batch {
 		c.file.Done[i/8] |= 1 << (i % 8)
 	}

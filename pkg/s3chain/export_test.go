@@ -156,3 +156,19 @@ func SetConfirmListBudgetForTest(t interface{ Cleanup(func()) }, n int) {
 	confirmListBudget = func(int, int) int { return n }
 	t.Cleanup(func() { confirmListBudget = old })
 }
+
+// RestoreHooks delay, fail and watch a Repo's restores (restore_kill_test.go).
+type RestoreHooks struct {
+	Write      func(block int64) error // before each block write; an error fails it
+	Written    func(block int64)       // after each block write
+	BeforeSync func()                  // before a checkpoint flush's fsync of the destination
+	AfterSync  func(err error)         // after it
+	Buffers    func(n int)             // block buffers allocated so far, after each allocation
+	FlushEvery time.Duration           // least time between periodic checkpoint flushes (default 1 s)
+}
+
+// SetRestoreHooksForTest installs h for every later restore of r.
+func SetRestoreHooksForTest(r *Repo, h RestoreHooks) {
+	r.hooks = &restoreHooks{write: h.Write, written: h.Written, beforeSync: h.BeforeSync, afterSync: h.AfterSync,
+		buffers: h.Buffers, flushEvery: h.FlushEvery}
+}

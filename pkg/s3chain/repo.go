@@ -24,6 +24,19 @@ type Repo struct {
 	mu      sync.Mutex
 	configs map[string]*chainConfig // by chain name, once opened
 	states  sync.Map                // state records read or made, by key: never changed (FORMAT.md §7.5)
+
+	hooks *restoreHooks // tests only (export_test.go): nil in use
+}
+
+// restoreHooks let tests delay, fail and watch a restore's writes and
+// checkpoint flushes (the restore kill interleavings).
+type restoreHooks struct {
+	write      func(block int64) error // before each block write; an error fails it
+	written    func(block int64)       // after each block write
+	beforeSync func()                  // before a checkpoint flush's fsync
+	afterSync  func(err error)         // after it
+	buffers    func(n int)             // block buffers allocated so far, after each allocation
+	flushEvery time.Duration           // least time between periodic checkpoint flushes, if not 0
 }
 
 // NewRepo returns a Repo over s. opts.EncryptionKey must be nil (no

@@ -13,8 +13,9 @@ import (
 // volume digest of the resolved block map, the destination (in use:
 // ErrDestinationBusy; size) and that every block object it will fetch exists.
 // Each distinct block object is then fetched once however long the chain, by
-// o.Workers goroutines (memory about 2 x workers x block size), checked
-// against its digest and written at its offsets; zero blocks become holes (or
+// o.Workers goroutines, checked against its digest and handed to as many
+// writers, which write it at its offsets while the fetches go on (block
+// buffers at most 2 x workers, each a block plus 4 KiB: restore_writers.go); zero blocks become holes (or
 // zeroes on devices). With o.Checkpoint the restore is resumable: a rerun
 // after a failure or cancellation onto the same destination (see
 // destinationIdentity) skips the blocks already written once it has read them
@@ -47,6 +48,9 @@ func (r *Repo) Restore(ctx context.Context, o RestoreOptions) (*Manifest, Restor
 	j.cp = loadCheckpoint(o.Checkpoint, dest, checkpointID{Version: checkpointVersion, Chain: o.Chain,
 		BackupID: tip.ID, VolumeDigest: tip.VolumeDigest, Destination: o.Destination, DestinationIdentity: dst.identity,
 		SizeBytes: tip.SizeBytes, BlockSize: tip.BlockSize}, int64(len(blocks)), dst.created)
+	if j.cp.hooks = r.hooks; r.hooks != nil {
+		j.cp.interval = j.cp.minInterval()
+	}
 	err = j.run(ctx)
 	st := j.stats(time.Since(start))
 	if err != nil {

@@ -2,7 +2,6 @@ package s3chain
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -121,38 +120,4 @@ func (j *restoreJob) plan() []*fetch {
 		}
 	}
 	return out
-}
-
-func (j *restoreJob) fetchAll(ctx context.Context, todo []*fetch) error {
-	return eachByWorkers(ctx, j.workers(), todo, func() func(context.Context, *fetch) error {
-		buf := alignedBuf(j.tip.BlockSize)
-		// The object lands one byte before an aligned address, so that
-		// a raw block's bytes after the kind byte are aligned.
-		obj := alignedBuf(j.cfg.maxBlockObject() + directAlign)[directAlign-1:]
-		return func(ctx context.Context, f *fetch) error { return j.fetchOne(ctx, f, obj, buf) }
-	})
-}
-
-// fetchOne downloads one object into objBuf, checks it (decoding into
-// buf) and writes it at every offset that uses it.
-func (j *restoreJob) fetchOne(ctx context.Context, f *fetch, objBuf, buf []byte) error {
-	first := f.indices[0]
-	data, _, n, err := j.r.fetchBlock(ctx, j.cfg, first, f.d, j.keyOf(f.d), j.blockLen(first), objBuf, buf)
-	if n > 0 {
-		j.fetched.Add(1)
-		j.fetchedBytes.Add(n)
-	}
-	if err != nil {
-		return err
-	}
-	for _, i := range f.indices {
-		if err := j.writeBlock(data[:j.blockLen(i)], i*j.tip.BlockSize, buf); err != nil {
-			return fmt.Errorf("write block %d to %s: %w", i, j.o.Destination, err)
-		}
-		j.written.Add(j.blockLen(i))
-		j.done.Add(j.blockLen(i))
-		j.cp.markWritten(i)
-	}
-	j.report()
-	return nil
 }
