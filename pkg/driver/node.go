@@ -187,12 +187,24 @@ type stageTx struct {
 }
 
 // attach returns the loop device of the lvol, attaching one if needed; one
-// already attached in the other mode is AlreadyExists (checkLoopMode).
+// already attached in the other mode is AlreadyExists (checkLoopMode). A
+// device found attached keeps the size its file had when it was attached:
+// the volume may be staged already, or its last unstage's detach may not
+// have finished (udev's probe holds a device just closed, and the kernel
+// only marks it for autoclear), while ControllerExpandVolume grew the file
+// since; its capacity is read again so that the filesystem is grown to the
+// lvol here (ext4 offline, before the mount) and not later by
+// NodeExpandVolume online (found by Kubernetes' storage suite on two nodes:
+// "re-created on the same node after controller resize" failed in online
+// resize2fs).
 func (tx *stageTx) attach(ctx context.Context) (string, error) {
 	dev, err := tx.loops.find(ctx, tx.file)
-	if err == nil && dev == "" {
+	switch {
+	case err == nil && dev == "":
 		dev, err = tx.loops.attach(ctx, tx.file, tx.readOnly)
 		tx.attached = err == nil
+	case err == nil:
+		err = tx.loops.refresh(ctx, dev)
 	}
 	if err != nil {
 		return "", volume.Mark(volume.ErrNodeFailed, "attach a loop device: %w", err)

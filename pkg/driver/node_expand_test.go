@@ -2,6 +2,7 @@ package driver
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -95,6 +97,33 @@ func TestNodeStageGrowsFilesystem(t *testing.T) {
 			mustOK(t, e.unstage(lv.ID, staging))
 		})
 	}
+}
+
+// TestNodeStageGrowsOnAStillAttachedLoop: an lvol grown while a loop
+// device of its old size is still attached to it (an unstage whose detach
+// the kernel has not finished, here a device attached by hand) gets its
+// ext4 filesystem grown offline at the next stage: NodeStageVolume reads
+// the device's capacity again before it compares sizes.
+func TestNodeStageGrowsOnAStillAttachedLoop(t *testing.T) {
+	e := newNodeEnv(t)
+	lv := e.volume("attached", nil)
+	staging := e.path("stage")
+	mustOK(t, e.stage(lv.ID, staging, mountCap("ext4", snw)))
+	mustOK(t, e.unstage(lv.ID, staging))
+	file, err := e.pool.DataPath(lv.ID)
+	mustOK(t, err)
+	dev := testutil.Run(t, "losetup", "--find", "--show", "--direct-io=on", "--sector-size", "4096", file)
+	t.Cleanup(func() { _ = exec.Command("losetup", "--detach", dev).Run() })
+	_, err = e.pool.Resize(e.ctx, lv.ID, 2*volSize)
+	mustOK(t, err)
+	mustOK(t, e.stage(lv.ID, staging, mountCap("ext4", snw)))
+	if got := e.loopOf(lv.ID); got != dev {
+		t.Fatalf("staged on %s, want the device already attached, %s", got, dev)
+	}
+	if got := bytesUsage(t, e, lv.ID, staging).Total; got <= volSize {
+		t.Errorf("filesystem total %d after staging a grown lvol on a device attached before the growth, want > %d", got, volSize)
+	}
+	mustOK(t, e.unstage(lv.ID, staging))
 }
 
 // TestNodeStatsAndExpandErrors checks the codes of the sanity suite's cases.

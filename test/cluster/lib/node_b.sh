@@ -78,7 +78,7 @@ setup_node_b_mounts() {
   unshare --mount="$MNT_B" --propagation slave true
   mkdir -p /var/lib/chainvol/backups
   mount --bind "$SHARED_BACKUPS" /var/lib/chainvol/backups
-  truncate -s 10G "$NODE_B/pool.img"
+  truncate -s 20G "$NODE_B/pool.img"
   mkfs.xfs -q -m reflink=1 "$NODE_B/pool.img"
   # The first node's /var/lib/kubelet and /var/lib/chainvol came into the
   # namespace as slave copies; they go first: a bind mount over one would
