@@ -134,6 +134,9 @@ func (d *controller) contentSource(ctx context.Context, src *csi.VolumeContentSo
 			return backend.LVol{}, volumeError("", err)
 		}
 	}
+	if err == nil && volume.Of(lv).Phase == volume.PhaseHydrating && lv.Kind == kind {
+		err = volume.ErrHydrating // a clone of an instant restore waits for its hydration
+	}
 	if err == nil && (lv.Kind != kind || !volume.Of(lv).Ready()) {
 		err = backend.ErrNotFound
 	}
@@ -234,10 +237,11 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	} else if err != nil {
 		return nil, volumeError("look up volume", err)
 	}
-	d.vols.CancelRestore(lv)
+	// Checked first: a staged instant restore keeps hydrating.
 	if err := d.checkNotAttached(ctx, lv.ID); err != nil {
 		return nil, volumeError("", err)
 	}
+	d.vols.CancelRestore(lv)
 	if err := d.pool.Delete(ctx, lv.ID); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return nil, volumeError("delete lvol", err)
 	}
@@ -246,14 +250,15 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	return &csi.DeleteVolumeResponse{}, nil
 }
 
-// checkNotAttached refuses to delete an lvol that a loop device still backs:
-// the volume is staged on this node (CSI spec: FailedPrecondition, in use).
+// checkNotAttached refuses to delete an lvol that a loop device still backs,
+// directly or through its instant image: the volume is staged on this node
+// (CSI spec: FailedPrecondition, in use).
 func (d *controller) checkNotAttached(ctx context.Context, id string) error {
 	path, err := d.pool.DataPath(id)
 	if err != nil {
 		return nil
 	}
-	dev, err := d.loops.find(ctx, path)
+	dev, err := d.deviceOf(ctx, id, path)
 	if err != nil {
 		return volume.Mark(volume.ErrNodeFailed, "check loop devices of %s: %w", id, err)
 	}

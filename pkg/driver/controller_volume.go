@@ -30,11 +30,29 @@ func (d *core) getVolume(ctx context.Context, id string) (backend.LVol, error) {
 	return lv, nil
 }
 
+// usableVolume is getVolume that also answers a volume an instant restore
+// still hydrates (it exists and serves its pod), for the RPCs that only
+// describe a volume. Errors: getVolume's, volume.ErrNotReady while a full
+// restore fills it.
+func (d *core) usableVolume(ctx context.Context, id string) (backend.LVol, error) {
+	if id == "" {
+		return backend.LVol{}, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	lv, err := d.vols.Lookup(ctx, backend.KindVolume, id)
+	if err == nil && !volume.Of(lv).Usable() {
+		err = volume.ErrNotReady
+	}
+	if err != nil {
+		return lv, fmt.Errorf("volume %s: %w", id, err)
+	}
+	return lv, nil
+}
+
 // ValidateVolumeCapabilities confirms capabilities a volume can serve
 // (CSI spec "ValidateVolumeCapabilities"): supported modes, and the volume's
 // own access type and filesystem type.
 func (d *controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
-	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	lv, err := d.usableVolume(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, volumeError("", err)
 	}
@@ -85,9 +103,10 @@ func (d *controller) GetCapacity(ctx context.Context, req *csi.GetCapacityReques
 	}, nil
 }
 
-// ControllerGetVolume describes one volume (CSI spec "ControllerGetVolume").
+// ControllerGetVolume describes one volume, also while an instant restore
+// hydrates it (CSI spec "ControllerGetVolume").
 func (d *controller) ControllerGetVolume(ctx context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {
-	lv, err := d.getVolume(ctx, req.GetVolumeId())
+	lv, err := d.usableVolume(ctx, req.GetVolumeId())
 	if err != nil {
 		return nil, volumeError("", err)
 	}

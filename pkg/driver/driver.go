@@ -115,6 +115,11 @@ func (d *Driver) Run(ctx context.Context) error {
 	if n, err := jobrec.Sweep(jobrec.DirOf(d.opts.StateDir)); err != nil || n > 0 {
 		klog.InfoS("swept stale job progress records", "removed", n, "err", err)
 	}
+	// Instant restores answered before a restart hydrate on (the volumes
+	// recorded hydrating; no CreateVolume will come for them again).
+	if err := d.vols.ResumeHydrations(ctx); err != nil {
+		klog.ErrorS(err, "resume hydration of instant restores")
+	}
 	path := socketPath(d.opts.Endpoint)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("socket directory: %w", err)

@@ -47,7 +47,7 @@ func (d *core) freezeStaged(ctx context.Context, lvolID string) (thaw func(), er
 	if err != nil {
 		return noop, fmt.Errorf("lvol %s: %w", lvolID, err)
 	}
-	dev, err := d.loops.find(ctx, file)
+	dev, err := d.deviceOf(ctx, lvolID, file)
 	if err != nil {
 		return noop, volume.Mark(volume.ErrNodeFailed, "find the loop device of %s: %w", lvolID, err)
 	}

@@ -22,15 +22,16 @@ func healthEntry(t csi.VolumeHealthErrorType, reason, msg string) *csi.VolumeHea
 }
 
 // volumeHealth checks a volume's backing lvol file (missing: DATA_LOSS;
-// unreadable: INACCESSIBLE) and the pool's fullness, and returns the data
-// file's path ("" when it is missing: nothing left for the node to probe).
-// Errors: those of getVolume.
+// unreadable: INACCESSIBLE), the pool's fullness and an instant restore's
+// hydration (hydrationHealth), and returns the data file's path ("" when
+// it is missing: nothing left for the node to probe). Errors: those of
+// usableVolume.
 func (d *core) volumeHealth(ctx context.Context, id string) (*csi.VolumeHealth, string, error) {
-	lv, err := d.getVolume(ctx, id)
+	lv, err := d.usableVolume(ctx, id)
 	if err != nil {
 		return nil, "", err
 	}
-	h := &csi.VolumeHealth{VolumeId: lv.ID}
+	h := &csi.VolumeHealth{VolumeId: lv.ID, HealthStatuses: d.hydrationHealth(lv)}
 	path, err := d.pool.DataPath(lv.ID)
 	if err == nil {
 		_, err = os.Stat(path)
@@ -109,8 +110,10 @@ func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.Co
 // NodeGetVolumeHealth adds the node's view to the volume's health (CSI spec
 // "NodeGetVolumeHealth"): given a staging or publish path, it probes the
 // loop device and the filesystems mounted there (nodeHealth) and reports
-// I/O errors, a shut-down or read-only-remounted filesystem and a loop
-// device that no longer backs the lvol.
+// I/O errors, a shut-down or read-only-remounted filesystem, a loop
+// device that no longer backs the lvol, and an instant restore still
+// hydrating (hydrationHealth; CSI 1.13 removed NodeGetVolumeStats'
+// volume condition, so this is where the kubelet's health monitor reads it).
 func (d *node) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	staging, publish := req.GetStagingTargetPath(), req.GetVolumePublishPath()
 	if staging != "" {

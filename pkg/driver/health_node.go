@@ -59,14 +59,14 @@ func (d *node) nodeHealth(ctx context.Context, id, file, staging, publish string
 func (d *node) probeLoop(ctx context.Context, id, file, path string, m *mount.MountInfo) (string, *csi.VolumeHealth_VolumeHealthEntry) {
 	if m != nil {
 		dev := deviceByNumber(m.Major, m.Minor)
-		if ok, why := loopBacks(dev, file); !ok {
+		if ok, why := loopBacks(dev, file); !ok && loopBacking(dev) != d.vols.InstantFile(id) { // hydrating: over its image
 			return "", healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceDetached",
 				fmt.Sprintf("the device %s mounted at %s no longer backs %s's data file %s: %s; unstage and stage it again",
 					m.Source, path, id, file, why))
 		}
 		return dev, nil
 	}
-	dev, err := d.loops.find(ctx, file)
+	dev, err := d.deviceOf(ctx, id, file)
 	if err == nil && dev == "" {
 		return "", healthEntry(csi.VolumeHealthErrorType_INACCESSIBLE, "LoopDeviceMissing",
 			fmt.Sprintf("no loop device backs %s although it is in use at %s; unstage and stage it again", id, path))

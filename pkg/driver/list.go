@@ -39,7 +39,7 @@ func page(ids []string, maxEntries int32, token string) (start, end int, next st
 	return start, end, next, nil
 }
 
-// ListVolumes lists ready volumes of the local pool (CSI spec "ListVolumes").
+// ListVolumes lists the usable (ready or hydrating) volumes of the local pool (CSI spec "ListVolumes").
 func (d *controller) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
 	lvs, err := d.pool.List(ctx, "volume")
 	if err != nil {
@@ -47,7 +47,7 @@ func (d *controller) ListVolumes(ctx context.Context, req *csi.ListVolumesReques
 	}
 	ids := make([]string, 0, len(lvs))
 	for _, lv := range lvs {
-		if volume.Of(lv).Ready() {
+		if volume.Of(lv).Usable() {
 			ids = append(ids, lv.ID)
 		}
 	}

@@ -33,6 +33,9 @@ type metrics struct {
 	restores        *prometheus.CounterVec
 	restoreBytes    prometheus.Counter
 	restoreDuration *prometheus.HistogramVec
+	// hydrationFetches: latency of instant restores' block fetches
+	// (pkg/lazy Options.OnFetch), on demand or by the background job.
+	hydrationFetches *prometheus.HistogramVec
 
 	backups        *prometheus.CounterVec
 	backupBytes    *prometheus.CounterVec
@@ -57,6 +60,9 @@ func newMetrics() *metrics {
 			Help: "Bytes written into volumes by restores, successful or not."}),
 		restoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chainvol_restore_duration_seconds",
 			Help: "Wall time of finished restores in seconds, by result.", Buckets: jobBuckets}, []string{"result"}),
+		hydrationFetches: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chainvol_hydration_fetch_seconds",
+			Help:    "Latency of one block fetch of an instant restore (GET, decode, digest check, write), in seconds, by result.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"result"}),
 		backups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_backups_total",
 			Help: "Finished backup uploads by result (success or failure)."}, []string{"result"}),
 		backupBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chainvol_backup_uploaded_bytes_total",
@@ -73,7 +79,7 @@ func newMetrics() *metrics {
 	buildInfo.Set(1)
 	m.registry.MustRegister(m.grpc, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.restores, m.restoreBytes, m.restoreDuration,
+		m.restores, m.restoreBytes, m.restoreDuration, m.hydrationFetches,
 		m.backups, m.backupBytes, m.backupDuration, m.backupInFlight)
 	for _, r := range []string{"success", "failure"} { // present from the start, so rate() and alerts see 0
 		m.restores.WithLabelValues(r)
@@ -101,6 +107,11 @@ func (m *metrics) restoreDone(j *volume.Job, err error) {
 	m.restores.WithLabelValues(r).Inc()
 	m.restoreBytes.Add(float64(j.Bytes()))
 	m.restoreDuration.WithLabelValues(r).Observe(time.Since(j.Started()).Seconds())
+}
+
+// hydrationFetch observes one block fetch of an instant restore.
+func (m *metrics) hydrationFetch(d time.Duration, err error) {
+	m.hydrationFetches.WithLabelValues(result(err)).Observe(d.Seconds())
 }
 
 // backupStarted counts a backup upload in flight; call the returned

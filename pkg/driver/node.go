@@ -50,15 +50,20 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 
 	c := req.GetVolumeCapability()
 	tx := &stageTx{loops: d.loops, file: file, readOnly: readerOnly(c)}
+	if volume.Of(lv).Phase == volume.PhaseHydrating {
+		if err := d.serveInstant(ctx, lv, tx); err != nil {
+			return nil, nodeError("", err)
+		}
+	}
 	dev, err := tx.attach(ctx)
 	if err == nil && access == accessMount {
-		err = d.stageMount(ctx, lv, dev, target, c)
+		err = d.stageMount(ctx, lv, dev, target, c, !tx.instant)
 	}
 	if err != nil {
-		tx.rollback(ctx)
+		d.rollbackStage(ctx, id, tx)
 		return nil, nodeError("", err)
 	}
-	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access, "readOnly", tx.readOnly)
+	klog.V(2).InfoS("staged volume", "volume", id, "device", dev, "path", target, "access", access, "readOnly", tx.readOnly, "instant", tx.instant)
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
@@ -92,6 +97,9 @@ func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolume
 		err = d.detachOrphan(ctx, source)
 	} else {
 		err = d.loops.detach(ctx, file)
+	}
+	if err == nil {
+		err = d.detachInstant(ctx, id)
 	}
 	if err != nil {
 		return nil, nodeError("", volume.Mark(volume.ErrNodeFailed, "detach loop device of volume %s: %w", id, err))
@@ -157,7 +165,7 @@ func (d *node) lockedVolumeFile(ctx context.Context, id string) (lv backend.LVol
 // for the other access type (CSI spec "Exceeds capabilities": FailedPrecondition).
 func stageable(lv backend.LVol, access string) error {
 	rec := volume.Of(lv)
-	if rec.Phase == volume.PhaseRestoring {
+	if rec.Phase == volume.PhaseRestoring { // a hydrating one is staged over its image
 		return volume.Mark(volume.ErrRestoring, "volume %s is still being restored; retry when the restore has finished", lv.ID)
 	}
 	if want := rec.AccessType; want != "" && want != access {
@@ -183,6 +191,7 @@ type stageTx struct {
 	loops    *loopDevices
 	file     string
 	readOnly bool // attach read-only: a reader-only access mode
+	instant  bool // file is a hydrating volume's FUSE file (node_instant.go)
 	attached bool
 }
 
@@ -198,6 +207,14 @@ type stageTx struct {
 // "re-created on the same node after controller resize" failed in online
 // resize2fs).
 func (tx *stageTx) attach(ctx context.Context) (string, error) {
+	if tx.instant {
+		dev, attached, err := tx.loops.attachInstant(ctx, tx.file, tx.readOnly)
+		if err != nil {
+			return "", volume.Mark(volume.ErrNodeFailed, "attach a loop device: %w", err)
+		}
+		tx.attached = attached
+		return dev, checkLoopMode(dev, tx.readOnly)
+	}
 	dev, err := tx.loops.find(ctx, tx.file)
 	switch {
 	case err == nil && dev == "":
@@ -224,9 +241,11 @@ func (tx *stageTx) rollback(ctx context.Context) {
 
 // stageMount mounts dev's filesystem at target. It is idempotent when dev is
 // already mounted there, refuses to format a device that holds data or a
-// restored volume, and grows a filesystem smaller than its device; a
-// reader-only capability mounts with stageReadOnly instead.
-func (d *node) stageMount(ctx context.Context, lv backend.LVol, dev, target string, c *csi.VolumeCapability) error {
+// restored volume, and, if grow, grows a filesystem smaller than its
+// device (not over an instant image: it has the backup's size, and the
+// lvol's is reached when it is staged on its data file); a reader-only
+// capability mounts with stageReadOnly instead.
+func (d *node) stageMount(ctx context.Context, lv backend.LVol, dev, target string, c *csi.VolumeCapability, grow bool) error {
 	mnt := c.GetMount()
 	fsType := firstNonEmpty(mnt.GetFsType(), volume.Of(lv).FSType, defaultFSType)
 	if done, err := stagedAlready(dev, target, fsType); err != nil || done {
@@ -237,6 +256,9 @@ func (d *node) stageMount(ctx context.Context, lv backend.LVol, dev, target stri
 	}
 	if readerOnly(c) {
 		return d.stageReadOnly(ctx, lv.ID, dev, target, fsType, mnt.GetMountFlags())
+	}
+	if !grow {
+		return d.mountOnly(dev, target, fsType, mnt.GetMountFlags())
 	}
 	if err := d.growExtOffline(dev, fsType); err != nil {
 		return volume.Mark(volume.ErrNodeFailed, "grow the %s filesystem on %s to its device size: %w", fsType, dev, err)

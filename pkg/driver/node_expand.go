@@ -38,6 +38,9 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 		return nil, nodeError("", err)
 	}
 	defer unlock()
+	if err := d.instantExpandable(lv); err != nil {
+		return nil, nodeError("", err)
+	}
 	if err := d.expandable(ctx, id, file); err != nil {
 		return nil, nodeError("", err)
 	}
@@ -68,7 +71,7 @@ func (d *node) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRe
 // or anything on it is touched: growing writes (CSI spec
 // "NodeExpandVolume": "Volume in use", FailedPrecondition).
 func (d *node) expandable(ctx context.Context, id, file string) error {
-	dev, err := d.loops.find(ctx, file)
+	dev, err := d.deviceOf(ctx, id, file)
 	if err != nil || dev == "" {
 		return nil // expandAt reports what is wrong
 	}

@@ -91,7 +91,7 @@ func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVo
 // publishArgs finds the staged loop device of the lvol file and gathers the
 // request's options. No loop device means the volume is not staged.
 func (d *node) publishArgs(ctx context.Context, file string, req *csi.NodePublishVolumeRequest) (publishReq, error) {
-	dev, err := d.loops.find(ctx, file)
+	dev, err := d.deviceOf(ctx, req.GetVolumeId(), file)
 	if err != nil {
 		return publishReq{}, volume.Mark(volume.ErrNodeFailed, "find the loop device: %w", err)
 	}

@@ -91,7 +91,7 @@ func (d *node) volumeAt(ctx context.Context, id, file, p string) (dev string, bl
 // stagedDevice returns the loop device of the lvol file; none means the
 // volume is not staged on this node (NotFound).
 func (d *node) stagedDevice(ctx context.Context, id, file string) (string, error) {
-	dev, err := d.loops.find(ctx, file)
+	dev, err := d.deviceOf(ctx, id, file)
 	if err != nil {
 		return "", volume.Mark(volume.ErrNodeFailed, "find the loop device of volume %s: %w", id, err)
 	}

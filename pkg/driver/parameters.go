@@ -23,6 +23,13 @@ const (
 	ParamFromBackup = "fromBackup"
 	// ParamBackupTarget names the backup target when fromBackup does not.
 	ParamBackupTarget = "backupTarget"
+	// ParamRestoreMode is how a restore fills the volume: "full" (the
+	// default: CreateVolume answers once every block is written) or
+	// "instant" (CreateVolume answers once the backup is admitted; the node
+	// serves the volume at once, fetching blocks on first touch, while a
+	// background job hydrates the rest: docs/ARCHITECTURE.md "Instant
+	// restore"). Requests that restore nothing ignore it.
+	ParamRestoreMode = "restoreMode"
 
 	// Keys the external-provisioner adds with --extra-create-metadata.
 	paramPVCName      = "csi.storage.k8s.io/pvc/name"
@@ -37,6 +44,8 @@ const (
 type volumeParams struct {
 	FromBackup   string
 	BackupTarget string
+	// Instant is restoreMode "instant".
+	Instant      bool
 	PVCName      string
 	PVCNamespace string
 	PVName       string
@@ -46,10 +55,17 @@ type volumeParams struct {
 }
 
 // validVolumeParams are the keys a StorageClass may set (besides reserved ones).
-var validVolumeParams = []string{ParamFromBackup, ParamBackupTarget}
+var validVolumeParams = []string{ParamFromBackup, ParamBackupTarget, ParamRestoreMode}
 
-// parseVolumeParams validates CreateVolume parameters. Unknown keys are
-// InvalidArgument with the list of valid ones.
+// Values of ParamRestoreMode.
+const (
+	restoreFull    = "full"
+	restoreInstant = "instant"
+)
+
+// parseVolumeParams validates CreateVolume parameters. Unknown keys and a
+// restoreMode other than "full" or "instant" are InvalidArgument naming
+// what is valid.
 func parseVolumeParams(params map[string]string) (volumeParams, error) {
 	p := volumeParams{
 		FromBackup:   params[ParamFromBackup],
@@ -58,6 +74,13 @@ func parseVolumeParams(params map[string]string) (volumeParams, error) {
 		PVCNamespace: params[paramPVCNamespace],
 		PVName:       params[paramPVName],
 		Digest:       digestParams(params),
+	}
+	switch mode := params[ParamRestoreMode]; mode {
+	case "", restoreFull:
+	case restoreInstant:
+		p.Instant = true
+	default:
+		return p, status.Errorf(codes.InvalidArgument, "parameter %s must be %q or %q, not %q", ParamRestoreMode, restoreFull, restoreInstant, mode)
 	}
 	for k := range params {
 		if strings.HasPrefix(k, reservedPrefix) || slices.Contains(validVolumeParams, k) {

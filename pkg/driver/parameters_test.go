@@ -21,13 +21,22 @@ func TestParseVolumeParams(t *testing.T) {
 		{"fromBackup", map[string]string{"fromBackup": "a/b@latest", "backupTarget": "x"}, codes.OK},
 		{"reserved keys ignored", map[string]string{"csi.storage.k8s.io/fstype": "xfs", paramPVCName: "n"}, codes.OK},
 		{"unknown", map[string]string{"fromBakup": "a@latest"}, codes.InvalidArgument},
+		{"restoreMode full", map[string]string{"fromBackup": "a/b@latest", "restoreMode": "full"}, codes.OK},
+		{"restoreMode instant", map[string]string{"fromBackup": "a/b@latest", "restoreMode": "instant"}, codes.OK},
+		{"restoreMode lazy", map[string]string{"fromBackup": "a/b@latest", "restoreMode": "lazy"}, codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseVolumeParams(tc.params)
+			p, err := parseVolumeParams(tc.params)
 			if status.Code(err) != tc.code {
 				t.Fatalf("code %v, want %v (%v)", status.Code(err), tc.code, err)
 			}
-			if tc.code == codes.InvalidArgument && !strings.Contains(err.Error(), "fromBackup, backupTarget") {
+			if want := tc.params["restoreMode"] == "instant"; err == nil && p.Instant != want {
+				t.Errorf("Instant %v, want %v", p.Instant, want)
+			}
+			if tc.name == "restoreMode lazy" && !strings.Contains(err.Error(), `"full" or "instant"`) {
+				t.Errorf("error does not name the valid modes: %v", err)
+			}
+			if tc.name == "unknown" && !strings.Contains(err.Error(), "fromBackup, backupTarget, restoreMode") {
 				t.Errorf("error does not list the valid keys: %v", err)
 			}
 		})

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -29,6 +30,7 @@ func (d *restorer) createRestoredVolume(ctx context.Context, req *csi.CreateVolu
 		Name: req.GetName(), Required: r.GetRequiredBytes(), Limit: r.GetLimitBytes(),
 		Ref: *vr.restore, Secrets: req.GetSecrets(), Record: rec,
 		OwnChain: volume.ChainOf(backend.LVol{Name: req.GetName(), Labels: rec.Encode()}),
+		Instant:  vr.params.Instant,
 	})
 	if err != nil {
 		return nil, volumeError("", err)
@@ -58,3 +60,5 @@ func (o observer) BackupStarted(target string) func(s3chain.BackupStats, error) 
 }
 
 func (o observer) BackupDone(target string) { o.index.invalidate(target) }
+
+func (o observer) HydrationFetch(d time.Duration, err error) { o.metrics.hydrationFetch(d, err) }

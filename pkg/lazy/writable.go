@@ -38,7 +38,10 @@ type writable struct {
 
 // OpenWritable opens a writable lazy image of src whose cache is the
 // volume data file dataPath (an instant restore's lvol): it must exist,
-// src.SizeBytes long, and read zeros at the blocks the record does not
+// at least src.SizeBytes long (an lvol larger than its backup: the bytes
+// past the backup's end are neither served nor touched; the filesystem
+// grows into them once the volume is staged on the lvol itself), and
+// read zeros at the blocks the record does not
 // mark (made sparse for the restore). recordPath is the hydration record
 // (STATE/hydration/VOLUME.bits): the blocks it marks are in dataPath,
 // hydrated or written, and are never fetched; a missing record marks
@@ -53,10 +56,10 @@ func OpenWritable(src Source, dataPath, recordPath string, opts Options) (*Image
 	if err != nil {
 		return nil, fmt.Errorf("lazy image data file: %w", err)
 	}
-	if st, err := f.Stat(); err != nil || st.Size() != src.SizeBytes() {
+	if st, err := f.Stat(); err != nil || st.Size() < src.SizeBytes() {
 		f.Close()
 		if err == nil {
-			err = fmt.Errorf("%s is %d bytes, the backup %d", dataPath, st.Size(), src.SizeBytes())
+			err = fmt.Errorf("%s is %d bytes, smaller than the backup's %d", dataPath, st.Size(), src.SizeBytes())
 		}
 		return nil, fmt.Errorf("lazy image data file: %w", err)
 	}

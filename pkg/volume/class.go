@@ -67,7 +67,7 @@ var classes = []struct {
 	{ClassInternal, isAny(ErrNodeFailed)},
 	{ClassPrecondition, isAny(ErrNotStaged, ErrInUse, ErrIncompatible, ErrPoolNotReady)},
 	{ClassExists, isAny(ErrMountConflict)},
-	{ClassUnavailable, isAny(ErrRestoring)},
+	{ClassUnavailable, isAny(ErrRestoring, ErrHydrating)},
 	{ClassBusy, isAny(ErrFrozen)},
 	{ClassNotFound, isAny(ErrNotAtPath)},
 	{ClassBusy, isAny(ErrBusy)},

@@ -17,6 +17,13 @@ var (
 	// it, a volume being restored does not exist yet (CSI: NotFound; the
 	// node answers Unavailable, retry later).
 	ErrNotReady = fmt.Errorf("%w: the volume is still being restored", backend.ErrNotFound)
+	// ErrHydrating: an instant restore's background job still fills the
+	// volume (PhaseHydrating). Its node serves it, but a snapshot, backup,
+	// clone or expansion of it waits until hydration ends: a reflink of
+	// its data file would copy holes where blocks are not fetched yet, and
+	// the image it is served through has the backup's size, fixed
+	// (ClassUnavailable: the CO retries).
+	ErrHydrating = errors.New("the volume is still being hydrated from its backup (instant restore); retry when hydration has finished")
 	// ErrBusy: another operation holds the volume, snapshot or name
 	// (CSI spec "Concurrency": Aborted, the CO retries).
 	ErrBusy = errors.New("an operation on it is already in progress; retry later")

@@ -48,6 +48,8 @@ type Manager struct {
 	// backupNames and backupGroups record backup snapshot and group
 	// snapshot names (names.go).
 	backupNames, backupGroups *nameStore
+	// inst holds the open images of hydrating volumes (instant.go).
+	inst instants
 }
 
 // Config is what a Manager needs to know of its node.
@@ -179,10 +181,12 @@ func (m *Manager) ImageRecordPath(id string) string {
 }
 
 // dropRestoreState removes the checkpoint and seed record of volume id's
-// restore: it finished, failed or was cancelled.
+// restore, and the hydration record of an instant one: it finished,
+// failed or was cancelled.
 func (m *Manager) dropRestoreState(id string) {
 	_ = os.Remove(m.CheckpointPath(id))
 	_ = os.Remove(m.restoreBasePath(id))
+	_ = os.Remove(m.HydrationRecordPath(id))
 }
 
 // CreateSnapshot creates a snapshot lvol recording rec (o.Labels is
@@ -237,10 +241,16 @@ func (m *Manager) Lookup(ctx context.Context, k backend.Kind, id string) (backen
 }
 
 // Ready returns lvol id if it is of kind k and ready (no restore fills
-// it). Errors: ErrNotReady (wraps backend.ErrNotFound), those of Lookup.
+// it). Errors: ErrNotReady (wraps backend.ErrNotFound) while a restore
+// fills it, ErrHydrating while an instant restore's job does (the volume
+// exists and is in use: what needs it ready waits), those of Lookup.
 func (m *Manager) Ready(ctx context.Context, k backend.Kind, id string) (backend.LVol, error) {
 	lv, err := m.Lookup(ctx, k, id)
-	if err == nil && !Of(lv).Ready() {
+	switch {
+	case err != nil:
+	case Of(lv).Phase == PhaseHydrating:
+		err = ErrHydrating
+	case !Of(lv).Ready():
 		err = ErrNotReady
 	}
 	return lv, err

@@ -23,11 +23,12 @@ type Record struct {
 	// ("TARGET:CHAIN@ID"), inherited by its clones and snapshots. Such a
 	// volume is never formatted by the node.
 	RestoredFrom RecordedRef
-	// Phase is PhaseReady, or PhaseRestoring while a restore fills the lvol.
+	// Phase is PhaseReady, PhaseRestoring while a restore fills the lvol,
+	// or PhaseHydrating while an instant restore's background job does.
 	Phase Phase
-	// RestoreRef is the concrete backup a restoring volume is filled from
-	// ("TARGET:CHAIN@ID", a selector resolved), so that a retry after a
-	// driver restart resumes the same restore.
+	// RestoreRef is the concrete backup a restoring or hydrating volume is
+	// filled from ("TARGET:CHAIN@ID", a selector resolved), so that a retry
+	// or the driver's start after a restart resumes the same restore.
 	RestoreRef RecordedRef
 	// RestoreAllocBytes is what the restore allocates in the pool in all
 	// (the manifest's AllocatedBytes), in bytes; 0 when not restoring or
@@ -92,7 +93,17 @@ const (
 	PhaseReady Phase = ""
 	// PhaseRestoring: a restore is filling the lvol; it is not a volume yet.
 	PhaseRestoring Phase = "restoring"
+	// PhaseHydrating: an instant restore (restoreMode: instant) answered
+	// the volume at once and a background job fills the lvol; the node
+	// stages it over its lazy image (pkg/lazy), and every other operation
+	// on it waits until the job ends (ErrHydrating). An older driver reads
+	// any state label as a restore still running.
+	PhaseHydrating Phase = "hydrating"
 )
+
+// filling reports whether a restore still writes the lvol (restoring or
+// hydrating): its remaining bytes are promised to it (space.go).
+func (p Phase) filling() bool { return p == PhaseRestoring || p == PhaseHydrating }
 
 // UploadState is the state of a backup snapshot's upload.
 type UploadState string
@@ -116,6 +127,10 @@ const (
 // restore fills it (any state label other than none counts as busy, as
 // older drivers wrote it).
 func (r Record) Ready() bool { return r.Phase == PhaseReady }
+
+// Usable reports whether the volume can be staged and listed: ready, or
+// hydrating (an instant restore serves it while it fills).
+func (r Record) Usable() bool { return r.Phase == PhaseReady || r.Phase == PhaseHydrating }
 
 // IsBackup reports whether the snapshot is a backup's local snapshot.
 func (r Record) IsBackup() bool { return !r.BackupRef.IsZero() }

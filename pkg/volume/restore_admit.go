@@ -14,7 +14,8 @@ import (
 
 // admitRestore opens the backup req names (openBackup), holds the request
 // against its manifest (size, access and filesystem type, the chain's
-// limit) and creates the lvol recorded PhaseRestoring with the concrete
+// limit) and creates the lvol recorded PhaseRestoring (PhaseHydrating for
+// an instant restore) with the concrete
 // reference if the pool has room for it (Admit). It returns the opened
 // target and the concrete reference too. Errors: those of openBackup,
 // restoredSize, checkRestoredType, ChainFull (ClassOutOfRange), and of
@@ -40,6 +41,9 @@ func (m *Manager) admitRestore(ctx context.Context, req RestoreRequest) (*s3chai
 	}
 	rec := req.Record
 	rec.Phase, rec.RestoreRef, rec.RestoredFrom = PhaseRestoring, RefOf(ref), RefOf(ref)
+	if req.Instant {
+		rec.Phase = PhaseHydrating
+	}
 	rec.FSType = man.FSType
 	lv, err := m.Admit(ctx, backend.CreateOptions{Name: req.Name, Kind: backend.KindVolume, SizeBytes: size}, rec, man.AllocatedBytes)
 	if err != nil {

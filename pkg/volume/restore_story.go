@@ -32,6 +32,10 @@ type RestoreRequest struct {
 	// OwnChain is the chain the new volume's own backups go to, so that a
 	// restore into it of a chain that cannot hold its size is refused.
 	OwnChain string
+	// Instant asks for an instant restore (restoreMode: instant): the
+	// volume is answered once admitted, and hydrates in the background
+	// while its node serves it (restoreInstant).
+	Instant bool
 }
 
 // want is what r asks of an lvol of its name.
@@ -52,6 +56,9 @@ type Observer interface {
 	BackupStarted(target string) func(s3chain.BackupStats, error)
 	// BackupDone: an upload into target is durable (target's listing changed).
 	BackupDone(target string)
+	// HydrationFetch: a hydrating volume fetched one block on demand or in
+	// the background, taking d, with err (nil: fetched and verified).
+	HydrationFetch(d time.Duration, err error)
 }
 
 // Restore is the story of a restore, every step owned here: the kept
@@ -67,8 +74,12 @@ type Observer interface {
 // ClassInvalid, ClassOutOfRange, ClassDamaged), ClassBusy with progress
 // while the restore runs or when another restore of the name is being
 // prepared, the kept failure (wrapping the engine's sentinels), or the
-// target's and the pool's sentinels.
+// target's and the pool's sentinels. An instant request is restoreInstant's
+// story instead.
 func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol, error) {
+	if req.Instant {
+		return m.restoreInstant(ctx, req)
+	}
 	if err := m.takeFailure(req.Name); err != nil {
 		m.ForgetJob(RestoreKey(req.Name)) // its job ended: the next call starts afresh
 		return backend.LVol{}, err
@@ -108,25 +119,43 @@ func RestoreKey(name string) string { return "restore:" + name }
 // volume, progress of a running restore, or a restore restarted from its
 // checkpoint after a driver restart. Other parameters are ClassExists.
 func (m *Manager) resumeRestore(ctx context.Context, req RestoreRequest, lv backend.LVol) (backend.LVol, error) {
-	if err := SameVolume(lv, req.want()); err != nil {
-		return lv, err
-	}
-	rec := Of(lv)
-	if rec.RestoreRef.IsZero() {
-		return lv, Refuse(ClassExists, "volume %q exists and was not restored from a backup", req.Name)
-	}
-	if err := sameRestoreSource(lv, rec, req.Ref); err != nil {
+	rec, err := retriedRestore(req, lv)
+	if err != nil {
 		return lv, err
 	}
 	if rec.Ready() {
 		m.ForgetJob(RestoreKey(lv.Name)) // finished while no call waited
 		return lv, nil
 	}
-	ref, err := rec.RestoreRef.Ref()
+	ref, err := recordedRestore(lv)
 	if err != nil {
-		return lv, Refuse(ClassInternal, "volume %s records a bad restore reference: %v", lv.ID, err)
+		return lv, err
 	}
 	return m.awaitRestore(ctx, lv.Name, m.startRestore(lv, ref, req.Secrets))
+}
+
+// retriedRestore checks that the existing lvol lv is what the retried
+// restore req asked for (SameVolume, restored, from the same backup) and
+// returns its record. Errors: ClassExists naming the difference.
+func retriedRestore(req RestoreRequest, lv backend.LVol) (Record, error) {
+	if err := SameVolume(lv, req.want()); err != nil {
+		return Record{}, err
+	}
+	rec := Of(lv)
+	if rec.RestoreRef.IsZero() {
+		return rec, Refuse(ClassExists, "volume %q exists and was not restored from a backup", req.Name)
+	}
+	return rec, sameRestoreSource(lv, rec, req.Ref)
+}
+
+// recordedRestore returns the concrete backup lv records it is restored
+// from. Errors: ClassInternal for a reference that does not parse.
+func recordedRestore(lv backend.LVol) (backupid.Ref, error) {
+	ref, err := Of(lv).RestoreRef.Ref()
+	if err != nil {
+		return ref, Refuse(ClassInternal, "volume %s records a bad restore reference: %v", lv.ID, err)
+	}
+	return ref, nil
 }
 
 // awaitRestore waits for the restore job of the volume called name within
@@ -208,10 +237,12 @@ func (m *Manager) removeRestored(lv backend.LVol) {
 	m.dropRestoreState(lv.ID)
 }
 
-// CancelRestore stops a running restore of lv (DeleteVolume during a
-// restore) and removes its checkpoint.
+// CancelRestore stops a running restore or hydration of lv (DeleteVolume
+// during one) and removes its checkpoint, or its image and hydration
+// record.
 func (m *Manager) CancelRestore(lv backend.LVol) {
 	m.StopJob(RestoreKey(lv.Name))
+	m.stopInstant(lv.ID)
 	m.dropRestoreState(lv.ID)
 }
 

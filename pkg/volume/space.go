@@ -83,11 +83,11 @@ func (m *Manager) poolRoom(ctx context.Context, upTo *backend.LVol) (room, error
 	return r, nil
 }
 
-// restoring returns the volumes being restored, oldest first.
+// restoring returns the volumes being restored or hydrated, oldest first.
 func restoring(vols []backend.LVol) []backend.LVol {
 	var out []backend.LVol
 	for _, lv := range vols {
-		if Of(lv).Phase == PhaseRestoring {
+		if Of(lv).Phase.filling() {
 			out = append(out, lv)
 		}
 	}

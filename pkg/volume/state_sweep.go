@@ -15,8 +15,9 @@ import (
 )
 
 // stateDirs are the state directory's folders of per-lvol files: restore
-// checkpoints and seed records (restores/), backup image records (images/).
-var stateDirs = []string{"restores", "images"}
+// checkpoints and seed records (restores/), backup image records (images/),
+// instant restores' hydration records (hydration/).
+var stateDirs = []string{"restores", "images", "hydration"}
 
 // sweepState removes what a killed driver can leave in the state
 // directory: temporary files of an interrupted write (durable.IsTemp;
@@ -60,12 +61,18 @@ func (m *Manager) staleStateFile(ctx context.Context, name string) bool {
 		return true
 	}
 	id := name
-	for _, ext := range []string{".checkpoint", ".base", ".json"} {
+	for _, ext := range []string{".checkpoint", ".base", ".json", ".bits"} {
 		id = strings.TrimSuffix(id, ext)
 	}
 	if id == name {
 		return false // not ours: left alone
 	}
-	_, err := m.pool.Get(ctx, id)
+	lv, err := m.pool.Get(ctx, id)
+	if err == nil && strings.HasSuffix(name, ".bits") {
+		// A hydration record outlives its hydration only if the driver
+		// died between recording the volume ready and removing it; kept,
+		// it would be trusted by a later instant restore of the same id.
+		return Of(lv).Phase != PhaseHydrating
+	}
 	return errors.Is(err, backend.ErrNotFound)
 }
