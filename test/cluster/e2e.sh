@@ -17,6 +17,7 @@ source "$HERE/lib/scenarios_lock.sh"
 source "$HERE/lib/scenarios_populator.sh"
 source "$HERE/lib/node_b.sh"
 source "$HERE/lib/scenarios_nodes.sh"
+source "$HERE/lib/scenarios_instant.sh"
 
 # Size of the long-restore scenario's volume: enough random data that its
 # restore outlives the provisioner's CreateVolume timeout (3s in
@@ -80,6 +81,7 @@ step "backups: full, then incremental" s_backups
 step "restore after namespace loss: by class, by handle" s_restore
 step "XFS backup into an ext4 class: refused" s_fstype_refused
 step "long restore: progress events, then bound" s_long_restore
+step "issue 27: instant restore read while hydrating" s_instant_restore
 step "online expansion (XFS) seen by the pod" s_expand_online
 step "XFS backup through the example restore class" s_example_restore_class
 step "issue 14: import by handle after losing all" s_import_after_loss

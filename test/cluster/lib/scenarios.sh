@@ -192,7 +192,7 @@ s_expand_online() {
 s_long_restore() {
   k create namespace bigapp >/dev/null
   pvc bigapp big e2e-ext4 "${BIG_GIB}Gi"
-  local sum; sum=$(run_pod bigapp bigwriter big \
+  BIG_SUM=$(run_pod bigapp bigwriter big \
     "head -c $((BIG_GIB * 1024 - 200))M /dev/urandom > /data/random && sync && md5sum /data/random | cut -d' ' -f1 > /dev/termination-log" 900) || return 1
   snapshot bigapp bigsnap big >/dev/null || return 1
   # The source claim goes first, as after a loss: while its volume lives,
@@ -207,7 +207,7 @@ s_long_restore() {
     "md5sum /data/random | cut -d' ' -f1 > /dev/termination-log" 900) || return 1
   local took=$((SECONDS - t0))
   local tmo; tmo=$(k -n chainvol-system get ds chainvol-node -o jsonpath='{.spec.template.spec.containers[?(@.name=="csi-provisioner")].args}' | grep -o 'timeout=[0-9]*s' | head -1)
-  expect "restored data checksum" "$got" "$sum" || return 1
+  expect "restored data checksum" "$got" "$BIG_SUM" || return 1
   local prog; prog=$(events bigapp PersistentVolumeClaim big-restored | grep -E 'Aborted.*restore of .* in progress: ' || true)
   [[ -n $prog ]] || { log "no progress event on the claim: $(events bigapp PersistentVolumeClaim big-restored)"; return 1; }
   # The driver's own Normal events (pkg/driver/events.go), which go on
