@@ -320,3 +320,37 @@ func writeSyncedAt(t *testing.T, dev string, p []byte, off int64) {
 		t.Fatalf("fsync %s: %v", dev, err)
 	}
 }
+
+// TestInstantRestoreReaderOnly: a claim restored instantly for a reader-only
+// access mode (SINGLE_NODE_READER_ONLY: a backup browsed by a pod) stages
+// read-only over its image while it hydrates: the backup's files read with
+// their sha256, a write is refused, and hydration still ends.
+func TestInstantRestoreReaderOnly(t *testing.T) {
+	s3 := startS3(t)
+	proxy := startSlowProxy(t, s3.srv.Endpoint)
+	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	src := createVolume(t, n.Ctrl, "inst-ro-src", volSize, mountCap("xfs"), nil)
+	p := stagePublish(t, n.Node, src.GetVolumeId(), mountCap("xfs"))
+	writeTree(t, p.Path, 7, 16*mib)
+	want := hashTree(t, p.Path)
+	id := backup(t, n.Ctrl, src.GetVolumeId(), "inst-ro-b1", "")
+	unpublishUnstage(t, p)
+
+	ro := mountCap("xfs")
+	ro.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-ro", id, volSize, ro))
+	if err != nil {
+		t.Fatalf("instant CreateVolume, reader-only: %v", err)
+	}
+	proxy.setDelay(200 * time.Millisecond)
+	volID := resp.GetVolume().GetVolumeId()
+	rp := stagePublish(t, n.Node, volID, ro)
+	sameTree(t, "reader-only instant restore", rp.Path, want)
+	if err := os.WriteFile(filepath.Join(rp.Path, "nope"), []byte("x"), 0o644); err == nil {
+		t.Fatal("a write to a reader-only instant restore succeeded")
+	}
+	proxy.setDelay(0)
+	awaitReady(t, n, volID)
+	unpublishUnstage(t, rp)
+	noInstantLeft(t, n, volID)
+}
