@@ -97,7 +97,7 @@ func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.Co
 	}
 	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
 	for _, id := range ids[start:end] {

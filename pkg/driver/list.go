@@ -18,14 +18,15 @@ const tokenPrefix = "after:"
 // page cuts one page out of ids sorted ascending (CSI spec "ListVolumes"
 // pagination). The token names the last id of the previous page, so
 // deletions between calls neither repeat nor skip entries. A token this
-// driver did not issue is Aborted, as the spec asks.
+// driver did not issue is Aborted, as the spec asks (volume.ClassBusy:
+// the CO starts the listing again); the caller maps it.
 func page(ids []string, maxEntries int32, token string) (start, end int, next string, err error) {
 	if maxEntries < 0 {
 		return 0, 0, "", status.Error(codes.InvalidArgument, "max_entries must not be negative")
 	}
 	after, ok := strings.CutPrefix(token, tokenPrefix)
 	if token != "" && !ok {
-		return 0, 0, "", status.Errorf(codes.Aborted, "starting_token %q was not issued by this driver", token)
+		return 0, 0, "", volume.Refuse(volume.ClassBusy, "starting_token %q was not issued by this driver", token)
 	}
 	start = sort.SearchStrings(ids, after)
 	if after != "" && start < len(ids) && ids[start] == after {
@@ -53,7 +54,7 @@ func (d *controller) ListVolumes(ctx context.Context, req *csi.ListVolumesReques
 	}
 	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	byID := map[string]int{}

@@ -8,8 +8,6 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
 
@@ -40,7 +38,7 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	}
 	if staging == "" {
 		// CSI spec "Staging target path not set": we advertise STAGE_UNSTAGE_VOLUME.
-		return nil, status.Error(codes.FailedPrecondition, "staging_target_path is required: the volume must be staged with NodeStageVolume first")
+		return nil, nodeError("", volume.Refuse(volume.ClassPrecondition, "staging_target_path is required: the volume must be staged with NodeStageVolume first"))
 	}
 	_, file, unlock, err := d.lockedVolumeFile(ctx, id)
 	if err != nil {
