@@ -67,12 +67,9 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 // spec "NodeUnpublishVolume"). The volume need not exist any more.
 func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
-		return nil, nodeError("", err)
-	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := d.lockVolume(id, "target_path", target)
 	if err != nil {
-		return nil, nodeError("", err)
+		return nil, err
 	}
 	defer unlock()
 
