@@ -194,6 +194,22 @@ func blockCap() *csi.VolumeCapability {
 // the driver answers as soon as the work is done, well before it.
 const longCall = 30 * time.Minute
 
+// whileAborted calls rpc, each time with a longCall deadline, until it
+// answers something else than Aborted (the driver's answer while a restore
+// or an upload runs on past a deadline, or another call holds the name),
+// pausing between calls as the external-provisioner and snapshotter retry.
+func whileAborted[R any](pause time.Duration, rpc func(ctx context.Context) (R, error)) (R, error) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), longCall)
+		resp, err := rpc(ctx)
+		cancel()
+		if status.Code(err) != codes.Aborted {
+			return resp, err
+		}
+		time.Sleep(pause)
+	}
+}
+
 // createVolume is CreateVolume as the external-provisioner sends it in
 // node-deployment mode (this node's topology required); src may be nil.
 func (d *driverProc) createVolume(name string, size int64, vc *csi.VolumeCapability, params map[string]string, src *csi.VolumeContentSource) (string, error) {
@@ -201,21 +217,13 @@ func (d *driverProc) createVolume(name string, size int64, vc *csi.VolumeCapabil
 	req := &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: size},
 		VolumeCapabilities: []*csi.VolumeCapability{vc}, Parameters: params, VolumeContentSource: src,
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}}}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), longCall)
-		resp, err := d.ctrl.CreateVolume(ctx, req)
-		cancel()
-		// Aborted: a restore still running past the deadline; retry as the
-		// provisioner would.
-		if status.Code(err) == codes.Aborted {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("CreateVolume %s: %w", name, err)
-		}
-		return resp.GetVolume().GetVolumeId(), nil
+	resp, err := whileAborted(100*time.Millisecond, func(ctx context.Context) (*csi.CreateVolumeResponse, error) {
+		return d.ctrl.CreateVolume(ctx, req)
+	})
+	if err != nil {
+		return "", fmt.Errorf("CreateVolume %s: %w", name, err)
 	}
+	return resp.GetVolume().GetVolumeId(), nil
 }
 
 func (d *driverProc) deleteVolume(id string) error {
@@ -236,13 +244,9 @@ func (d *driverProc) snapshot(name, volID string, backup bool) (string, time.Dur
 	req := &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: volID, Parameters: params}
 	start := time.Now()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), longCall)
-		resp, err := d.ctrl.CreateSnapshot(ctx, req)
-		cancel()
-		if status.Code(err) == codes.Aborted {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+		resp, err := whileAborted(50*time.Millisecond, func(ctx context.Context) (*csi.CreateSnapshotResponse, error) {
+			return d.ctrl.CreateSnapshot(ctx, req)
+		})
 		if err != nil {
 			return "", 0, fmt.Errorf("CreateSnapshot %s: %w", name, err)
 		}

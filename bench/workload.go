@@ -156,27 +156,19 @@ func (g *gen) fill(total int64) (fillStats, error) {
 		st.LargeBytes += n
 		st.LargeFiles++
 	}
-	for left := int64(float64(total) * 0.25); left > 0; {
-		n := min(left, int64(1<<20+g.rng.IntN(31<<20)))
-		rel := fmt.Sprintf("media/m%05d.bin", st.MediumFiles)
-		if err := g.writeFile(rel, g.random(int(n))); err != nil {
-			return st, err
-		}
-		g.medium = append(g.medium, rel)
-		st.CompressedBytes += n
-		st.MediumFiles++
-		left -= n
+	var media, docs int
+	var err error
+	st.CompressedBytes, media, err = g.mediumFiles(int64(float64(total)*0.25), "media/m%05d.bin",
+		func() int { return 1<<20 + g.rng.IntN(31<<20) }, g.random)
+	st.MediumFiles += media
+	if err != nil {
+		return st, err
 	}
-	for i, left := 0, int64(float64(total)*0.20); left > 0; i++ {
-		n := min(left, int64(64<<10+g.rng.IntN(4<<20-64<<10)))
-		rel := fmt.Sprintf("docs/d%05d.txt", i)
-		if err := g.writeFile(rel, g.text(int(n))); err != nil {
-			return st, err
-		}
-		g.medium = append(g.medium, rel)
-		st.TextBytes += n
-		st.MediumFiles++
-		left -= n
+	st.TextBytes, docs, err = g.mediumFiles(int64(float64(total)*0.20), "docs/d%05d.txt",
+		func() int { return 64<<10 + g.rng.IntN(4<<20-64<<10) }, g.text)
+	st.MediumFiles += docs
+	if err != nil {
+		return st, err
 	}
 	for left := int64(float64(total) * 0.15); left > 0; {
 		n, err := g.smallFile(&st)
@@ -188,6 +180,23 @@ func (g *gen) fill(total int64) (fillStats, error) {
 	st.Bytes = st.LargeBytes + st.CompressedBytes + st.TextBytes + st.Small
 	st.Files = st.LargeFiles + st.MediumFiles + st.SmallFiles
 	return st, nil
+}
+
+// mediumFiles writes files until budget bytes are written, each of size()
+// bytes (the last cut to fit) filled by content and named by the format
+// name with its number from 0; they join g.medium. It returns the bytes
+// and files written.
+func (g *gen) mediumFiles(budget int64, name string, size func() int, content func(int) []byte) (written int64, files int, err error) {
+	for ; written < budget; files++ {
+		n := min(budget-written, int64(size()))
+		rel := fmt.Sprintf(name, files)
+		if err := g.writeFile(rel, content(int(n))); err != nil {
+			return written, files, err
+		}
+		g.medium = append(g.medium, rel)
+		written += n
+	}
+	return written, files, nil
 }
 
 // smallFile writes one 1-32 KiB file, text four times out of five.

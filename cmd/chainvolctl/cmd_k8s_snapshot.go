@@ -9,14 +9,10 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/chainvol/chainvol/pkg/retention"
 )
@@ -93,15 +89,7 @@ func k8sSnapshot(ctx context.Context, log io.Writer, f snapshotFlags) error {
 	if _, err := labels.Parse(f.selector); err != nil {
 		return usagef("--selector %q: %v", f.selector, err)
 	}
-	cfg, err := kubeConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	snaps, err := snapclient.NewForConfig(cfg)
+	core, snaps, err := kubeClients(f.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -166,16 +154,4 @@ func snapshotClaim(ctx context.Context, log io.Writer, c volumeSnapshots, pvc st
 		fmt.Fprintf(log, "volumesnapshot/%s deleted (%s)\n", old.Name, f.policy)
 	}
 	return nil
-}
-
-// kubeConfig finds the cluster like kubectl: the flag, $KUBECONFIG,
-// ~/.kube/config, else the in-cluster service account.
-func kubeConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return cfg, nil
 }

@@ -24,10 +24,8 @@ manifests sharing the group id (restore all with fromBackup CHAIN@group:ID).`,
 }
 
 func (a *app) newCSIGroupCreateCmd(f *csiFlags) *cobra.Command {
-	var sources, params []string
-	var quiet bool
-	var s secretFlags
-	var w waitFlags
+	var sources []string
+	var r csiCreateFlags
 	cmd := &cobra.Command{
 		Use:   "create NAME --source VOLUME_ID...",
 		Short: "Snapshot volumes together, optionally archiving each as a backup",
@@ -36,25 +34,22 @@ call is repeated until the group is ready_to_use (every member archived).`,
 		Example: "  chainvolctl csi group create g1 --source VOL_A --source VOL_B --param backup=true --wait -q",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.csiSession(f, func(ctx context.Context, cmd *cobra.Command, argv []string, c *csiClient) error {
-			p, secrets, err := requestMaps(params, &s)
+			p, secrets, err := r.maps()
 			if err != nil {
 				return err
 			}
 			req := &csi.CreateVolumeGroupSnapshotRequest{Name: argv[0], SourceVolumeIds: sources, Parameters: p, Secrets: secrets}
-			resp, err := createWait(ctx, &w, f, c.group.CreateVolumeGroupSnapshot, req,
+			resp, err := createWait(ctx, &r.wait, f, c.group.CreateVolumeGroupSnapshot, req,
 				func(r *csi.CreateVolumeGroupSnapshotResponse) bool { return r.GetGroupSnapshot().GetReadyToUse() })
 			if err != nil {
 				return err
 			}
-			return a.emitGroup(cmd, resp.GetGroupSnapshot(), quiet)
+			return a.emitGroup(cmd, resp.GetGroupSnapshot(), r.quiet)
 		}),
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&sources, "source", nil, "id of a member volume (repeatable, required)")
-	fl.StringArrayVar(&params, "param", nil, "parameter KEY=VALUE (backup=true, backupTarget=NAME); repeatable")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the group snapshot id")
-	s.add(fl)
-	w.add(fl, "the group is ready_to_use")
+	r.add(fl, snapshotParamUsage, "group snapshot", "the group is ready_to_use")
 	_ = cmd.MarkFlagRequired("source")
 	return cmd
 }

@@ -48,14 +48,32 @@ func (a *app) idCall(f *csiFlags, fn func(ctx context.Context, c *csiClient, id 
 	})
 }
 
-// requestMaps reads the --param flags and the secret flags of a request.
-// Errors are usage errors that never quote a secret.
-func requestMaps(params []string, s *secretFlags) (p, secrets map[string]string, err error) {
-	if p, err = keyValues("param", params); err != nil {
+// csiCreateFlags are the flags the create subcommands share (volume,
+// snapshot, group): --param KEY=VALUE, -q, the request's secrets and --wait.
+type csiCreateFlags struct {
+	params  []string
+	quiet   bool
+	secrets secretFlags
+	wait    waitFlags
+}
+
+// add adds them to fs: paramUsage describes --param, noun is what -q
+// prints the id of, ready what --wait waits for.
+func (r *csiCreateFlags) add(fs *pflag.FlagSet, paramUsage, noun, ready string) {
+	fs.StringArrayVar(&r.params, "param", nil, paramUsage)
+	fs.BoolVarP(&r.quiet, "quiet", "q", false, "print only the "+noun+" id")
+	r.secrets.add(fs)
+	r.wait.add(fs, ready)
+}
+
+// maps reads the --param flags and the secrets of the request. Errors are
+// usage errors that never quote a secret.
+func (r *csiCreateFlags) maps() (params, secrets map[string]string, err error) {
+	if params, err = keyValues("param", r.params); err != nil {
 		return nil, nil, err
 	}
-	secrets, err = s.load()
-	return p, secrets, err
+	secrets, err = r.secrets.load()
+	return params, secrets, err
 }
 
 // createWait makes a create call (rpc with req), again under --wait while

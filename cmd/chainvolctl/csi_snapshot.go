@@ -21,12 +21,12 @@ then starts with "backup:".`,
 	}, a.newCSISnapshotCreateCmd(f), a.newCSISnapshotDeleteCmd(f), a.newCSISnapshotListCmd(f))
 }
 
+// snapshotParamUsage describes --param of the snapshot and group creates.
+const snapshotParamUsage = "parameter KEY=VALUE (backup=true, backupTarget=NAME); repeatable"
+
 func (a *app) newCSISnapshotCreateCmd(f *csiFlags) *cobra.Command {
 	var source string
-	var params []string
-	var quiet bool
-	var s secretFlags
-	var w waitFlags
+	var r csiCreateFlags
 	cmd := &cobra.Command{
 		Use:   "create NAME --source VOLUME_ID",
 		Short: "Snapshot a volume, optionally archiving it as a backup",
@@ -37,25 +37,22 @@ ready_to_use (a backup is ready once it is archived).`,
 		Example: "  chainvolctl csi snapshot create nightly --source VOLUME_ID --param backup=true --wait",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: a.csiSession(f, func(ctx context.Context, cmd *cobra.Command, argv []string, c *csiClient) error {
-			p, secrets, err := requestMaps(params, &s)
+			p, secrets, err := r.maps()
 			if err != nil {
 				return err
 			}
 			req := &csi.CreateSnapshotRequest{Name: argv[0], SourceVolumeId: source, Parameters: p, Secrets: secrets}
-			resp, err := createWait(ctx, &w, f, c.ctrl.CreateSnapshot, req, func(r *csi.CreateSnapshotResponse) bool { return r.GetSnapshot().GetReadyToUse() })
+			resp, err := createWait(ctx, &r.wait, f, c.ctrl.CreateSnapshot, req, func(r *csi.CreateSnapshotResponse) bool { return r.GetSnapshot().GetReadyToUse() })
 			if err != nil {
 				return err
 			}
 			sn := resp.GetSnapshot()
-			return a.emitObject(cmd, quiet, sn.GetSnapshotId(), sn, func(w io.Writer) error { return snapshotTable(w, sn) })
+			return a.emitObject(cmd, r.quiet, sn.GetSnapshotId(), sn, func(w io.Writer) error { return snapshotTable(w, sn) })
 		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&source, "source", "", "id of the volume to snapshot (required)")
-	fl.StringArrayVar(&params, "param", nil, "parameter KEY=VALUE (backup=true, backupTarget=NAME); repeatable")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the snapshot id")
-	s.add(fl)
-	w.add(fl, "the snapshot is ready_to_use")
+	r.add(fl, snapshotParamUsage, "snapshot", "the snapshot is ready_to_use")
 	_ = cmd.MarkFlagRequired("source")
 	return cmd
 }

@@ -27,11 +27,9 @@ func (a *app) newCSIVolumeCmd(f *csiFlags) *cobra.Command {
 // volumeCreateFlags are the options of "csi volume create".
 type volumeCreateFlags struct {
 	size, fromSnapshot, fromVolume string
-	params                         []string
-	nodeTopology, quiet            bool
+	nodeTopology                   bool
 	caps                           capFlags
-	secrets                        secretFlags
-	wait                           waitFlags
+	csiCreateFlags
 }
 
 func (a *app) newCSIVolumeCreateCmd(f *csiFlags) *cobra.Command {
@@ -55,14 +53,11 @@ its progress meanwhile; --wait retries until the volume is ready.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&v.size, "size", "1Gi", "capacity, e.g. 1Gi")
-	fl.StringArrayVar(&v.params, "param", nil, "parameter KEY=VALUE; repeatable")
 	fl.StringVar(&v.fromSnapshot, "from-snapshot", "", "snapshot id to clone or restore")
 	fl.StringVar(&v.fromVolume, "from-volume", "", "volume id to clone")
 	fl.BoolVar(&v.nodeTopology, "node-topology", false, "require the topology of the node serving the socket (NodeGetInfo)")
-	fl.BoolVarP(&v.quiet, "quiet", "q", false, "print only the volume id")
 	v.caps.add(fl)
-	v.secrets.add(fl)
-	v.wait.add(fl, "the volume is ready")
+	v.csiCreateFlags.add(fl, "parameter KEY=VALUE; repeatable", "volume", "the volume is ready")
 	cmd.MarkFlagsMutuallyExclusive("from-snapshot", "from-volume")
 	return cmd
 }
@@ -76,7 +71,7 @@ func (a *app) volumeCreate(ctx context.Context, cmd *cobra.Command, f *csiFlags,
 	if err != nil {
 		return err
 	}
-	params, secrets, err := requestMaps(v.params, &v.secrets)
+	params, secrets, err := v.maps()
 	if err != nil {
 		return err
 	}

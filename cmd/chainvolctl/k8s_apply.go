@@ -7,7 +7,6 @@ import (
 	"io"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snaptyped "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/typed/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,18 +20,13 @@ var errNameTaken = errors.New("name taken by another backup")
 // exist already for the same backup are left as they are (an import can
 // be repeated); a name that another backup's object holds is reported and
 // the rest still applied, then the command fails naming each (errNameTaken).
-// The kubeconfig is found like kubectl's: the flag, $KUBECONFIG,
-// ~/.kube/config, else the in-cluster service account.
+// The kubeconfig is found like kubectl's (kubeClients).
 func applyPairs(ctx context.Context, log io.Writer, kubeconfig string, pairs []snapshotPair) error {
-	cfg, err := kubeConfig(kubeconfig)
+	_, snaps, err := kubeClients(kubeconfig)
 	if err != nil {
 		return err
 	}
-	cs, err := snapclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	return applyWith(ctx, log, cs.SnapshotV1(), pairs)
+	return applyWith(ctx, log, snaps.SnapshotV1(), pairs)
 }
 
 // applyWith is applyPairs on a client (a fake one in tests).

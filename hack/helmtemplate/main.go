@@ -24,17 +24,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-type list []string
-
-func (l *list) String() string     { return strings.Join(*l, ",") }
-func (l *list) Set(v string) error { *l = append(*l, v); return nil }
-
 func main() {
-	var files, sets list
+	var files, sets []string
 	ns := flag.String("n", "default", "release namespace")
 	name := flag.String("name", "chainvol", "release name")
-	flag.Var(&files, "f", "values file (repeatable; later ones win)")
-	flag.Var(&sets, "set", "KEY=VALUE as helm --set (repeatable; after the files)")
+	flag.Func("f", "values file (repeatable; later ones win)", appendTo(&files))
+	flag.Func("set", "KEY=VALUE as helm --set (repeatable; after the files)", appendTo(&sets))
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: helmtemplate [-n NS] [-f values.yaml] [--set k=v] CHART_DIR")
@@ -44,6 +39,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "helmtemplate:", err)
 		os.Exit(1)
 	}
+}
+
+// appendTo is a repeatable flag's setter: each value is appended to *l.
+func appendTo(l *[]string) func(string) error {
+	return func(v string) error { *l = append(*l, v); return nil }
 }
 
 func run(dir, name, ns string, files, sets []string) error {

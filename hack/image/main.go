@@ -13,20 +13,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 )
-
-// stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	var spec Spec
-	var bins stringList
+	var bins []string
 	flag.StringVar(&spec.BaseTar, "base", "", "tar of the base filesystem (hack/image-base.sh)")
-	flag.Var(&bins, "bin", "a static binary to put in /usr/local/bin (repeatable); the first is the entrypoint")
+	flag.Func("bin", "a static binary to put in /usr/local/bin (repeatable); the first is the entrypoint", func(v string) error {
+		bins = append(bins, v)
+		return nil
+	})
 	flag.StringVar(&spec.Tag, "tag", "", "image reference, e.g. ghcr.io/chainvol/chainvol-csi:v1.2.3")
 	flag.StringVar(&spec.Version, "version", "", "version for the org.opencontainers.image.version label")
 	flag.StringVar(&spec.Commit, "commit", "", "commit for the org.opencontainers.image.revision label")

@@ -96,15 +96,11 @@ func (d *controller) ControllerListVolumeHealth(ctx context.Context, req *csi.Co
 			abnormal[h.VolumeId] = h
 		}
 	}
-	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
+	entries, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken(), func(id string) *csi.VolumeHealth { return abnormal[id] })
 	if err != nil {
-		return nil, err
+		return nil, volumeError("", err)
 	}
-	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
-	for _, id := range ids[start:end] {
-		resp.Entries = append(resp.Entries, abnormal[id])
-	}
-	return resp, nil
+	return &csi.ControllerListVolumeHealthResponse{Entries: entries, NextToken: next}, nil
 }
 
 // NodeGetVolumeHealth adds the node's view to the volume's health (CSI spec

@@ -5,8 +5,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/volume"
@@ -51,7 +49,8 @@ func checkIDsInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, 
 	case *csi.DeleteSnapshotRequest:
 		return &csi.DeleteSnapshotResponse{}, nil
 	}
-	return nil, notFound(c.what, c.id)
+	// Every family maps with familyCode; this check stands before them all.
+	return nil, toStatus("", notFound(c.what, c.id), familyCode)
 }
 
 // idCheck is the id a request names, how to validate it, and whether the
@@ -104,10 +103,11 @@ func idToCheck(req any) idCheck {
 	return idCheck{}
 }
 
-// notFound is the answer about a malformed id; it quotes at most 64 bytes of it.
+// notFound is the error about a malformed id (volume.ClassNotFound, for
+// the caller's mapper); it quotes at most 64 bytes of it.
 func notFound(what, id string) error {
 	if len(id) > 64 {
 		id = id[:64] + "..."
 	}
-	return status.Errorf(codes.NotFound, "%s %q does not exist: it is not a chainvol id (vol-/snap- and 20 hex digits, or backup:TARGET:CHAIN@BACKUP)", what, id)
+	return volume.Refuse(volume.ClassNotFound, "%s %q does not exist: it is not a chainvol id (vol-/snap- and 20 hex digits, or backup:TARGET:CHAIN@BACKUP)", what, id)
 }

@@ -16,27 +16,34 @@ import (
 const tokenPrefix = "after:"
 
 // page cuts one page out of ids sorted ascending (CSI spec "ListVolumes"
-// pagination). The token names the last id of the previous page, so
-// deletions between calls neither repeat nor skip entries. A token this
-// driver did not issue is Aborted, as the spec asks.
-func page(ids []string, maxEntries int32, token string) (start, end int, next string, err error) {
+// pagination: ListVolumes, ListSnapshots, ControllerListVolumeHealth) and
+// returns its entries, entry(id) for each id of the page, in order, and
+// the next_token ("" on the last page). The token names the last id of the
+// previous page, so deletions between calls neither repeat nor skip
+// entries. A negative max_entries is InvalidArgument; a token this driver
+// did not issue is Aborted, as the spec asks (volume.ClassBusy: the CO
+// starts the listing again), for the caller's mapper.
+func page[E any](ids []string, maxEntries int32, token string, entry func(id string) E) (entries []E, next string, err error) {
 	if maxEntries < 0 {
-		return 0, 0, "", status.Error(codes.InvalidArgument, "max_entries must not be negative")
+		return nil, "", status.Error(codes.InvalidArgument, "max_entries must not be negative")
 	}
 	after, ok := strings.CutPrefix(token, tokenPrefix)
 	if token != "" && !ok {
-		return 0, 0, "", status.Errorf(codes.Aborted, "starting_token %q was not issued by this driver", token)
+		return nil, "", volume.Refuse(volume.ClassBusy, "starting_token %q was not issued by this driver", token)
 	}
-	start = sort.SearchStrings(ids, after)
+	start := sort.SearchStrings(ids, after)
 	if after != "" && start < len(ids) && ids[start] == after {
 		start++
 	}
-	end = len(ids)
+	end := len(ids)
 	if maxEntries > 0 && start+int(maxEntries) < end {
 		end = start + int(maxEntries)
 		next = tokenPrefix + ids[end-1]
 	}
-	return start, end, next, nil
+	for _, id := range ids[start:end] {
+		entries = append(entries, entry(id))
+	}
+	return entries, next, nil
 }
 
 // ListVolumes lists the usable (ready or hydrating) volumes of the local pool (CSI spec "ListVolumes").
@@ -51,17 +58,15 @@ func (d *controller) ListVolumes(ctx context.Context, req *csi.ListVolumesReques
 			ids = append(ids, lv.ID)
 		}
 	}
-	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
-	if err != nil {
-		return nil, err
-	}
-	resp := &csi.ListVolumesResponse{NextToken: next}
 	byID := map[string]int{}
 	for i, lv := range lvs {
 		byID[lv.ID] = i
 	}
-	for _, id := range ids[start:end] {
-		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: d.csiVolume(lvs[byID[id]], nil)})
+	entries, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken(), func(id string) *csi.ListVolumesResponse_Entry {
+		return &csi.ListVolumesResponse_Entry{Volume: d.csiVolume(lvs[byID[id]], nil)}
+	})
+	if err != nil {
+		return nil, volumeError("", err)
 	}
-	return resp, nil
+	return &csi.ListVolumesResponse{Entries: entries, NextToken: next}, nil
 }

@@ -44,6 +44,17 @@ func snapshotNameLock(name string) callLock { return callLock{"snapshot:" + name
 func groupNameLock(name string) callLock    { return callLock{"group:" + name, name} }
 func lvolLock(id string) callLock           { return callLock{id, id} }
 
+// lockVolume opens a node call that names a volume and a path, the
+// field of the request that holds it (CSI spec: both REQUIRED): it checks
+// both are given (InvalidArgument) and takes the volume's lvolLock
+// (Aborted). Call unlock when the call ends.
+func (d *node) lockVolume(id, field, path string) (unlock func(), err error) {
+	if err := requireArgs("volume_id", id, field, path); err != nil {
+		return nil, err
+	}
+	return lock(d.vols, lvolLock(id))
+}
+
 // lock takes l or answers Aborted (errBusy); call unlock when the call ends.
 func lock(vols *volume.Manager, l callLock) (unlock func(), err error) {
 	if !vols.TryLock(l.key) {

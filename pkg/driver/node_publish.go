@@ -8,8 +8,6 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
 
@@ -40,7 +38,7 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 	}
 	if staging == "" {
 		// CSI spec "Staging target path not set": we advertise STAGE_UNSTAGE_VOLUME.
-		return nil, status.Error(codes.FailedPrecondition, "staging_target_path is required: the volume must be staged with NodeStageVolume first")
+		return nil, nodeError("", volume.Refuse(volume.ClassPrecondition, "staging_target_path is required: the volume must be staged with NodeStageVolume first"))
 	}
 	_, file, unlock, err := d.lockedVolumeFile(ctx, id)
 	if err != nil {
@@ -69,12 +67,9 @@ func (d *node) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolume
 // spec "NodeUnpublishVolume"). The volume need not exist any more.
 func (d *node) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
-	if err := requireArgs("volume_id", id, "target_path", target); err != nil {
-		return nil, nodeError("", err)
-	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := d.lockVolume(id, "target_path", target)
 	if err != nil {
-		return nil, nodeError("", err)
+		return nil, err
 	}
 	defer unlock()
 

@@ -93,25 +93,6 @@ func TestSizeFor(t *testing.T) {
 	}
 }
 
-func TestPage(t *testing.T) {
-	ids := []string{"a", "b", "c", "d", "e"}
-	start, end, next, err := page(ids, 2, "")
-	if err != nil || start != 0 || end != 2 || next != tokenPrefix+"b" {
-		t.Fatalf("first page: %d %d %q %v", start, end, next, err)
-	}
-	// "c" was deleted between the calls: the next page still starts after "b".
-	start, end, next, err = page([]string{"a", "b", "d", "e"}, 2, next)
-	if err != nil || start != 2 || end != 4 || next != "" {
-		t.Fatalf("second page: %d %d %q %v", start, end, next, err)
-	}
-	if _, _, _, err := page(ids, 0, "invalid-token"); status.Code(err) != codes.Aborted {
-		t.Fatalf("invalid token: %v, want Aborted", err)
-	}
-	if _, _, _, err := page(ids, -1, ""); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("negative max: %v", err)
-	}
-}
-
 // TestRestoreParsedBeforeLock: a restore request's backup (fromBackup with
 // its templates, its target) is parsed before the name's lock (issue 15):
 // a malformed one is InvalidArgument at once, even while another call

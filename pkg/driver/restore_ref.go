@@ -19,7 +19,8 @@ const (
 
 // restoreRef finds the backup a restore request names: the fromBackup
 // parameter (templates filled, backupTarget as the default target) or a
-// backup snapshot source. Errors are InvalidArgument statuses.
+// backup snapshot source. Errors are statuses: InvalidArgument, NotFound
+// for a backup snapshot id that does not parse.
 func restoreRef(vr volumeRequest) (target.Ref, error) {
 	if id := vr.source.GetSnapshot().GetSnapshotId(); volume.IsBackupID(id) {
 		if vr.params.FromBackup != "" {
@@ -27,7 +28,7 @@ func restoreRef(vr volumeRequest) (target.Ref, error) {
 		}
 		r, err := volume.ParseBackupSource(id)
 		if err != nil {
-			return r, status.Errorf(codes.NotFound, "snapshot source %q: %v", id, err)
+			return r, volumeError("", volume.Refuse(volume.ClassNotFound, "snapshot source %q: %v", id, err))
 		}
 		return r, nil
 	}

@@ -42,15 +42,13 @@ func (d *snapshotter) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsR
 			byID[s.SnapshotId] = s
 		}
 	}
-	start, end, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken())
+	entries, next, err := page(ids, req.GetMaxEntries(), req.GetStartingToken(), func(id string) *csi.ListSnapshotsResponse_Entry {
+		return &csi.ListSnapshotsResponse_Entry{Snapshot: byID[id]}
+	})
 	if err != nil {
 		return nil, snapshotError("", err)
 	}
-	resp := &csi.ListSnapshotsResponse{NextToken: next}
-	for _, id := range ids[start:end] {
-		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: byID[id]})
-	}
-	return resp, nil
+	return &csi.ListSnapshotsResponse{Entries: entries, NextToken: next}, nil
 }
 
 // GetSnapshot describes one snapshot (CSI spec "GetSnapshot"): a backup is

@@ -35,7 +35,7 @@ type metaSource struct {
 // of reading a backup's manifests (metadataError).
 func (s *snapshotMetadata) source(ctx context.Context, id string, secrets map[string]string) (metaSource, error) {
 	if !validSnapshotID(id) {
-		return metaSource{}, notFound("snapshot", id)
+		return metaSource{}, metadataError("", notFound("snapshot", id))
 	}
 	if volume.IsBackupID(id) {
 		im, ref, err := s.vols.BackupImage(ctx, id, secrets)
