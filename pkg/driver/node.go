@@ -74,10 +74,7 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 // (CSI spec "NodeUnstageVolume": not staged → OK).
 func (d *node) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetStagingTargetPath()
-	if err := requireArgs("volume_id", id, "staging_target_path", target); err != nil {
-		return nil, nodeError("", err)
-	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := d.lockVolume(id, "staging_target_path", target)
 	if err != nil {
 		return nil, nodeError("", err)
 	}
