@@ -253,6 +253,7 @@ func TestInstantRestoreKilledDriver(t *testing.T) {
 	copy(expect[wrote:], patch)
 	time.Sleep(time.Second)
 	r.first.kill()
+	deadRead(t, p.Path, expect, size/2+8*mib)
 
 	r.proxy.setDelay(0)
 	second := r.restart(t)
@@ -353,4 +354,31 @@ func TestInstantRestoreReaderOnly(t *testing.T) {
 	awaitReady(t, n, volID)
 	unpublishUnstage(t, rp)
 	noInstantLeft(t, n, volID)
+}
+
+// deadRead reads 1 MiB at off of dev, whose FUSE server was just killed:
+// the read fails (the loop device's I/O error, the failure mode of
+// docs/ARCHITECTURE.md rule 10) or, if the page cache still held it,
+// returns the backup's bytes; never other bytes. It logs which, and how
+// long the read took.
+func deadRead(t *testing.T, dev string, want []byte, off int64) {
+	t.Helper()
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Logf("open %s after the kill: %v", dev, err)
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, mib)
+	start := time.Now()
+	_, err = f.ReadAt(buf, off)
+	took := time.Since(start)
+	switch {
+	case err != nil:
+		t.Logf("read of the volume after the driver's kill failed in %v: %v (the pod's I/O fails until it is staged again)", took, err)
+	case !bytes.Equal(buf, want[off:off+int64(len(buf))]):
+		t.Fatalf("read after the driver's kill returned bytes other than the backup's")
+	default:
+		t.Logf("read after the driver's kill answered from the page cache in %v, with the backup's bytes", took)
+	}
 }
