@@ -114,7 +114,11 @@ func (m *Manager) hydrate(ctx context.Context, j *Job, lv backend.LVol, ref back
 	if err != nil {
 		return err
 	}
-	stop := reportHydration(j, im)
+	stop := reportHydration(j, im, func() {
+		if m.cfg.Observer != nil { // the claim's RestoreProgress event (rate-limited there)
+			m.cfg.Observer.RestoreWaiting(lv, j.Message())
+		}
+	})
 	err = im.Hydrate(ctx, hydrateWorkers)
 	stop()
 	if err != nil {
@@ -187,12 +191,14 @@ func (m *Manager) openImageFrom(ctx context.Context, lv backend.LVol, ref backup
 }
 
 // reportHydration feeds im's progress to j every progressEvery (the
-// restore gauges and `chainvolctl jobs` read it) until stopped.
-func reportHydration(j *Job, im *lazy.Image) (stop func()) {
+// restore gauges and `chainvolctl jobs` read it), then calls tell (the
+// claim's progress event), until stopped.
+func reportHydration(j *Job, im *lazy.Image, tell func()) (stop func()) {
 	done := make(chan struct{})
 	report := func() {
 		d, t := im.Hydrated()
 		j.Progress(s3chain.Progress{DoneBytes: d, TotalBytes: t})
+		tell()
 	}
 	report()
 	go func() {

@@ -47,7 +47,8 @@ func (r RestoreRequest) want() Want {
 // its calls must not block. (Config.Observer; nil hears nothing.)
 type Observer interface {
 	// RestoreWaiting: a call answers that the restore of lv is still
-	// running, with its progress message.
+	// running, or an instant restore's hydration progressed, with its
+	// progress message.
 	RestoreWaiting(lv backend.LVol, message string)
 	// RestoreDone: job j's restore of lv ended, with err (nil: ready).
 	RestoreDone(j *Job, lv backend.LVol, err error)
