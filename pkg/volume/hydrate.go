@@ -15,9 +15,11 @@ import (
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
 
-// hydrateWorkers is how many blocks a hydration fetches at once: what
-// pkg/lazy's BenchmarkInstant measured (522 MiB in 6.1 s over versitygw).
-const hydrateWorkers = 4
+// hydrateWorkers is how many blocks a hydration fetches at once: as many
+// as a full restore (the goal is hydration at the restore's rate;
+// with pkg/lazy's 4 of BenchmarkInstant, the bench measured it 2.7-3.0× a
+// full restore under load).
+const hydrateWorkers = s3chain.DefaultWorkers
 
 // progressEvery is how often a hydration reports its progress to its job.
 const progressEvery = time.Second
