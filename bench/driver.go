@@ -262,24 +262,55 @@ func (d *driverProc) deleteSnapshot(id string) error {
 // stagePublish stages and publishes a mount volume the way the kubelet does
 // and returns the published path; the undo stack unpublishes and unstages.
 func (d *driverProc) stagePublish(id, name string) (string, error) {
-	staging := filepath.Join(d.e.tmp, "mnt", name+"-stage")
-	target := filepath.Join(d.e.tmp, "mnt", name+"-pub")
+	target, _, _, err := d.stagePublishTimed(id, name)
+	return target, err
+}
+
+// stagePaths are the staging and publish paths of a volume named name.
+func (d *driverProc) stagePaths(name string) (staging, target string) {
+	return filepath.Join(d.e.tmp, "mnt", name+"-stage"), filepath.Join(d.e.tmp, "mnt", name+"-pub")
+}
+
+// stagePublishTimed is stagePublish that also returns how long
+// NodeStageVolume and NodePublishVolume each took.
+func (d *driverProc) stagePublishTimed(id, name string) (target string, stage, publish time.Duration, err error) {
+	staging, target := d.stagePaths(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	start := time.Now()
 	if _, err := d.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging, VolumeCapability: mountCap()}); err != nil {
-		return "", fmt.Errorf("NodeStageVolume: %w", err)
+		return "", 0, 0, fmt.Errorf("NodeStageVolume: %w", err)
 	}
+	stage = time.Since(start)
 	d.e.defer_(func() {
 		_, _ = d.node.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
 	})
+	start = time.Now()
 	if _, err := d.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging,
 		TargetPath: target, VolumeCapability: mountCap()}); err != nil {
-		return "", fmt.Errorf("NodePublishVolume: %w", err)
+		return "", 0, 0, fmt.Errorf("NodePublishVolume: %w", err)
 	}
+	publish = time.Since(start)
 	d.e.defer_(func() {
 		_, _ = d.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 	})
-	return target, nil
+	return target, stage, publish, nil
+}
+
+// unstageDelete unpublishes, unstages and deletes a volume that
+// stagePublish published as name, now rather than at teardown (the undo
+// stack's calls then find nothing left, which CSI answers as success).
+func (d *driverProc) unstageDelete(id, name string) error {
+	staging, target := d.stagePaths(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := d.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		return fmt.Errorf("NodeUnpublishVolume: %w", err)
+	}
+	if _, err := d.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging}); err != nil {
+		return fmt.Errorf("NodeUnstageVolume: %w", err)
+	}
+	return d.deleteVolume(id)
 }
 
 // newLvolFile runs fn and returns the one data file it added to the pool's

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Files of the instant-restore source volume (relative to its root).
+const (
+	instantProbe = "probe/file-1MiB" // the 1 MiB file read right after publish
+	instantDB    = "db/table"        // the file of the random 4 KiB reads
+	// instantDirs top-level directories hold the spread data: ext4's Orlov
+	// allocator puts each top-level directory in another block group, so
+	// the data lies across the whole volume, not at its start.
+	instantDirs = 32
+)
+
+// instant measures restoreMode "instant" (issue 27) beside a full restore
+// of the same backup in the same run, for each of -instant-sizes: a
+// volume of that size on node a holding -instant-data bytes (a quarter in
+// the database file, the rest spread over the volume, and a 1 MiB file)
+// is backed up; node b, which holds no local snapshot, then restores it
+// -runs times each way, alternating which goes first.
+func (b *bench) instant() error {
+	for _, size := range b.o.instantSizes {
+		is, err := b.instantSet(size)
+		if err != nil {
+			return err
+		}
+		b.res.Instant = append(b.res.Instant, is)
+		logf("instant %s: published in %.2fs (create %.2f, stage %.2f, publish %.2f), 1 MiB read %.1f ms (one GET %.1f ms), hydrated in %.1fs vs full restore %.1fs; random reads while hydrating p50 %.2f ms p99 %.2f ms (%d reads)",
+			bytesStr(size), is.Published.Value, is.Create.Value, is.Stage.Value, is.Publish.Value, is.Read1MiB.Value*1e3,
+			is.BlockGet.Value*1e3, is.Hydration.Value, is.FullRestore.Value, is.DB.P50.Value*1e3, is.DB.P99.Value*1e3, is.DB.Reads)
+	}
+	return nil
+}
+
+// instantSet writes and backs up the source volume of one size, then
+// restores it both ways.
+func (b *bench) instantSet(size int64) (InstantSet, error) {
+	is := InstantSet{Size: bytesFig(size)}
+	id, probeSum, err := b.instantSource(size)
+	if err != nil {
+		return is, err
+	}
+	chainName := instantChain(size)
+	img, err := resolveImage(b.ctx, b.w.repo, chainName, id)
+	if err != nil {
+		return is, err
+	}
+	is.BackupID, is.DataBytes, is.Objects = id, bytesFig(img.DataBytes), len(img.Objects)
+	is.Span = Figure{Value: imageSpan(&img), Unit: "ratio"}
+	ref := s3Target + ":" + chainName + "@" + id
+	var pub, create, stage, publish, read, hyd, full, get []time.Duration
+	for run := range b.o.runs {
+		ways := []func() error{
+			func() error {
+				unix.Sync() // see restoreSet
+				r, err := b.instantRun(ref, fmt.Sprintf("pvc-bench-instant-%d-%d", size>>30, run), probeSum)
+				pub, create, stage, publish = append(pub, r.published), append(create, r.create), append(stage, r.stage), append(publish, r.publish)
+				read, hyd = append(read, r.read), append(hyd, r.hydrated)
+				return err
+			},
+			func() error {
+				unix.Sync()
+				cr, err := restoreRefOn(b.w.drvB, fmt.Sprintf("pvc-bench-instant-full-%d-%d", size>>30, run), ref)
+				full = append(full, cr.Wall)
+				return err
+			},
+		}
+		if run%2 == 1 {
+			ways[0], ways[1] = ways[1], ways[0]
+		}
+		for _, way := range ways {
+			if err := way(); err != nil {
+				return is, err
+			}
+		}
+		ts, err := b.w.s3.getOne(b.ctx, &img, run)
+		if err != nil {
+			return is, err
+		}
+		get = append(get, ts...)
+	}
+	is.Published, is.Create, is.Stage, is.Publish = medianSeconds(pub), medianSeconds(create), medianSeconds(stage), medianSeconds(publish)
+	is.Read1MiB, is.Hydration, is.FullRestore, is.BlockGet = medianSeconds(read), medianSeconds(hyd), medianSeconds(full), medianSeconds(get)
+	unix.Sync()
+	is.DB, err = b.instantDBRun(ref, fmt.Sprintf("pvc-bench-instant-db-%d", size>>30))
+	return is, err
+}
+
+// instantChain is the chain of the source volume of a size: the driver
+// names it after the claim (namespace bench).
+func instantChain(size int64) string { return "bench/" + instantClaim(size) }
+
+func instantClaim(size int64) string { return fmt.Sprintf("instant-%dgib", size>>30) }
+
+// instantSource creates the source volume of size on node a, writes its
+// files, backs it up and returns the backup's id and the sha256 of the
+// 1 MiB file. The volume stays (published) until teardown.
+func (b *bench) instantSource(size int64) (string, [32]byte, error) {
+	d := b.w.drv
+	var sum [32]byte
+	claim := instantClaim(size)
+	vol, err := d.createVolume("pvc-bench-"+claim, size, mountCap(),
+		map[string]string{"csi.storage.k8s.io/pvc/name": claim, "csi.storage.k8s.io/pvc/namespace": "bench"}, nil)
+	if err != nil {
+		return "", sum, err
+	}
+	mnt, err := d.stagePublish(vol, claim)
+	if err != nil {
+		return "", sum, err
+	}
+	t := time.Now()
+	g := newGen(b.o.seed+uint64(size>>30), mnt)
+	data := b.o.instantData
+	per := (data - data/4) / instantDirs &^ 4095
+	for i := range instantDirs {
+		if err := g.writeLarge(fmt.Sprintf("d%02d/data", i), per, 0); err != nil {
+			return "", sum, err
+		}
+	}
+	if err := g.writeLarge(instantDB, data/4&^4095, 0); err != nil {
+		return "", sum, err
+	}
+	probe := g.random(1 << 20)
+	sum = sha256.Sum256(probe)
+	if err := g.writeFile(instantProbe, probe); err != nil {
+		return "", sum, err
+	}
+	if err := syncFS(mnt); err != nil {
+		return "", sum, err
+	}
+	logf("instant source %s: wrote %.0f MiB in %.1fs", bytesStr(size), float64(data)/mib, time.Since(t).Seconds())
+	if _, took, err := d.snapshot("bench-instant-"+claim, vol, true); err != nil {
+		return "", sum, err
+	} else {
+		logf("instant source %s: backed up in %.1fs", bytesStr(size), took.Seconds())
+	}
+	m, err := b.w.repo.Manifest(b.ctx, instantChain(size), "latest")
+	if err != nil {
+		return "", sum, err
+	}
+	return m.ID, sum, nil
+}
+
+// instantTimes is one instant restore: CreateVolume, NodeStageVolume and
+// NodePublishVolume and their sum; the 1 MiB read after publish; the time
+// from CreateVolume until hydration ended.
+type instantTimes struct {
+	published, create, stage, publish, read, hydrated time.Duration
+}
+
+// instantRun restores ref instantly on node b as name, publishes it, reads
+// the 1 MiB file (checked against want), waits for hydration to end, and
+// deletes the volume.
+func (b *bench) instantRun(ref, name string, want [32]byte) (instantTimes, error) {
+	var r instantTimes
+	d := b.w.drvB
+	start := time.Now()
+	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": ref, "restoreMode": "instant"}, nil)
+	if err != nil {
+		return r, err
+	}
+	r.create = time.Since(start)
+	mnt, stage, publish, err := d.stagePublishTimed(vol, name)
+	if err != nil {
+		return r, err
+	}
+	r.published, r.stage, r.publish = time.Since(start), stage, publish
+	t := time.Now()
+	got, err := os.ReadFile(filepath.Join(mnt, instantProbe))
+	r.read = time.Since(t)
+	if err != nil {
+		return r, err
+	}
+	if s := sha256.Sum256(got); !bytes.Equal(s[:], want[:]) {
+		return r, fmt.Errorf("instant restore %s: %s read back with another sha256 than written", name, instantProbe)
+	}
+	if err := d.waitHydrated(vol, nil); err != nil {
+		return r, err
+	}
+	r.hydrated = time.Since(start)
+	return r, d.unstageDelete(vol, name)
+}
+
+// instantDBRun restores ref instantly once more and, from the moment it is
+// published, reads random 4 KiB blocks of the database file with O_DIRECT
+// for dbDuration or until hydration ends, whichever is first; then again
+// for dbDuration once hydrated, for comparison (still through FUSE).
+func (b *bench) instantDBRun(ref, name string) (DBLoad, error) {
+	var db DBLoad
+	d := b.w.drvB
+	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": ref, "restoreMode": "instant"}, nil)
+	if err != nil {
+		return db, err
+	}
+	mnt, _, _, err := d.stagePublishTimed(vol, name)
+	if err != nil {
+		return db, err
+	}
+	path := filepath.Join(mnt, instantDB)
+	hydrated := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() { hydrated <- d.waitHydrated(vol, stop) }()
+	lat, werr := randomReads(path, dbDuration, hydrated)
+	close(stop)
+	db.Reads, db.Seconds = len(lat), seconds(sum(lat))
+	db.P50, db.P99, db.Max = percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1)
+	if done, total, ok := d.hydrationProgress(vol); ok && total > 0 {
+		db.HydratedAtEnd = Figure{Value: float64(done) / float64(total), Unit: "ratio"}
+	} else {
+		db.HydratedAtEnd = Figure{Value: 1, Unit: "ratio"}
+	}
+	if werr != nil {
+		return db, werr
+	}
+	if err := d.waitHydrated(vol, nil); err != nil {
+		return db, err
+	}
+	after, err := randomReads(path, dbDuration, nil)
+	if err != nil {
+		return db, err
+	}
+	db.AfterP50, db.AfterP99 = percentile(after, 0.5), percentile(after, 0.99)
+	return db, d.unstageDelete(vol, name)
+}
+
+// dbDuration is how long each random-read workload runs.
+const dbDuration = 3 * time.Second
+
+// imageSpan is the offset of the end of the image's last data block over
+// the image's size: near 1, the data lies across the whole volume.
+func imageSpan(img *backupImage) float64 {
+	var last int64
+	for _, o := range img.Objects {
+		for _, off := range o.Offsets {
+			last = max(last, off+img.BlockSize)
+		}
+	}
+	if img.SizeBytes == 0 {
+		return 0
+	}
+	return float64(min(last, img.SizeBytes)) / float64(img.SizeBytes)
+}
