@@ -42,6 +42,8 @@ type driverProc struct {
 	nodeID, pool, log string
 	// snapParams are added to every backup CreateSnapshot (VolumeSnapshotClass parameters).
 	snapParams map[string]string
+	// metrics is the URL of the driver's Prometheus endpoint (loopback).
+	metrics string
 }
 
 // startDriver runs the driver of node over poolDir (on the bench's XFS)
@@ -53,9 +55,13 @@ func startDriver(e *env, s *s3, creds, node, poolDir string) (*driverProc, error
 		return nil, err
 	}
 	sock := filepath.Join(e.tmp, node+".sock")
+	metrics, err := freeLoopback()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(e.bin("chainvol-csi"), "-endpoint", "unix://"+sock, "-node-id", node,
 		"-pool-dir", poolDir, "-state-dir", filepath.Join(e.tmp, node+"-state"),
-		"-backup-target", s3Target+"="+s.chainvolURL(), "-backup-credentials-file", creds, "-metrics-address", "")
+		"-backup-target", s3Target+"="+s.chainvolURL(), "-backup-credentials-file", creds, "-metrics-address", metrics)
 	logFile, err := os.Create(filepath.Join(e.tmp, node+".log"))
 	if err != nil {
 		return nil, err
@@ -64,7 +70,7 @@ func startDriver(e *env, s *s3, creds, node, poolDir string) (*driverProc, error
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &driverProc{cmd: cmd, e: e, nodeID: node, pool: poolDir, log: logFile.Name()}
+	d := &driverProc{cmd: cmd, e: e, nodeID: node, pool: poolDir, log: logFile.Name(), metrics: "http://" + metrics + "/metrics"}
 	// SIGTERM first: the driver stops its jobs and closes the pool cleanly.
 	e.defer_(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)

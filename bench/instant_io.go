@@ -5,16 +5,117 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sys/unix"
 )
+
+// klogTime is the timestamp of a klog line (header "I1203 10:32:15.123456");
+// the year is not in it, so only differences of two lines are meaningful.
+var klogTime = regexp.MustCompile(`(?m)^[IWE](\d{4} \d{2}:\d{2}:\d{2}\.\d{6})`)
+
+// logSpan is the time between the driver's first log line holding both
+// from and vol and its first later line holding both to and vol: the
+// driver's own view of a job's duration.
+func (d *driverProc) logSpan(vol, from, to string) (time.Duration, bool) {
+	b, err := os.ReadFile(d.log)
+	if err != nil {
+		return 0, false
+	}
+	return logSpanIn(string(b), vol, from, to)
+}
+
+// logSpanIn is logSpan over the text of a log.
+func logSpanIn(log, vol, from, to string) (time.Duration, bool) {
+	var start time.Time
+	for _, line := range strings.Split(log, "\n") {
+		m := klogTime.FindStringSubmatch(line)
+		if m == nil || !strings.Contains(line, vol) {
+			continue
+		}
+		t, err := time.Parse("0102 15:04:05.000000", m[1])
+		switch {
+		case err != nil:
+		case start.IsZero() && strings.Contains(line, from):
+			start = t
+		case !start.IsZero() && strings.Contains(line, to):
+			return t.Sub(start), true
+		}
+	}
+	return 0, false
+}
+
+var fetchRE = regexp.MustCompile(`(?m)^chainvol_hydration_fetch_seconds_(sum|count)\{[^}]*\} ([0-9.e+-]+)$`)
+
+// fetchStats are the driver's block fetches of instant restores so far
+// (chainvol_hydration_fetch_seconds: on-demand and hydration alike, every
+// result): their count and summed latency.
+func (d *driverProc) fetchStats() (n int64, total time.Duration, err error) {
+	resp, err := http.Get(d.metrics)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, total = parseFetchStats(string(b))
+	return n, total, nil
+}
+
+// parseFetchStats sums the count and the seconds of every result of
+// chainvol_hydration_fetch_seconds in a Prometheus text exposition.
+func parseFetchStats(text string) (n int64, total time.Duration) {
+	for _, m := range fetchRE.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		if m[1] == "count" {
+			n += int64(v)
+		} else {
+			total += time.Duration(v * float64(time.Second))
+		}
+	}
+	return n, total
+}
+
+// dropCache drops the clean page cache of path (POSIX_FADV_DONTNEED), so
+// that reads through it go to its file system again.
+func dropCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+}
+
+// readDirect drops the page cache of the FUSE file fuse, then times one
+// O_DIRECT read of the whole of path (at most 1 MiB): the file's bytes
+// through ext4, the loop device and the FUSE server, none from a cache.
+func readDirect(path, fuse string) (time.Duration, error) {
+	if err := dropCache(fuse); err != nil {
+		return 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := alignedBuf(1 << 20)
+	t := time.Now()
+	if _, err := io.ReadFull(f, buf); err != nil && err != io.ErrUnexpectedEOF {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return time.Since(t), nil
+}
 
 // hydrationPoll is how often waitHydrated asks: the hydration time is
 // known to within it.
@@ -115,6 +216,17 @@ func randomReads(path string, dur time.Duration, until <-chan error) ([]time.Dur
 		lat = append(lat, time.Since(t))
 	}
 	return lat, nil
+}
+
+// slower counts the durations above d.
+func slower(ds []time.Duration, d time.Duration) int {
+	n := 0
+	for _, x := range ds {
+		if x > d {
+			n++
+		}
+	}
+	return n
 }
 
 // percentile is the q-quantile (nearest rank) of ds in seconds; 0 when empty.

@@ -58,7 +58,7 @@ func parseFlags() options {
 	flag.StringVar(&scale, "scale-data", "1GiB", "data of the scale test: in a volume of that size and in one 64 times larger (0 skips it)")
 	flag.StringVar(&o.blockSize, "block-size", "", "blockSize parameter of the backup VolumeSnapshotClass (\"\" = the driver's default)")
 	flag.StringVar(&instants, "instant-sizes", "4GiB,32GiB", "backup sizes of the instant-restore phase (issue 27; 0 skips it)")
-	flag.StringVar(&instantData, "instant-data", "320MiB", "data written to each instant-restore backup: a quarter in one file for the random reads, the rest spread over the volume")
+	flag.StringVar(&instantData, "instant-data", "512MiB", "data written to each instant-restore backup: a quarter in one file for the random reads, the rest spread over the volume")
 	flag.StringVar(&only, "only", "", "run only these phases, comma-separated: "+strings.Join(phaseNames, ","))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
 	flag.StringVar(&o.out, "out", "bench/results/latest.json", "JSON results file")

@@ -57,28 +57,38 @@ func (b *bench) instantSet(size int64) (InstantSet, error) {
 	is.BackupID, is.DataBytes, is.Objects = id, bytesFig(img.DataBytes), len(img.Objects)
 	is.Span = Figure{Value: imageSpan(&img), Unit: "ratio"}
 	ref := s3Target + ":" + chainName + "@" + id
-	var pub, create, stage, publish, read, hyd, full, get []time.Duration
+	var pub, create, stage, publish, read, hyd, hydEng, hydCPU, full, fullEng, fullCPU, bare, bareCPU, get, fetchMean []time.Duration
+	var stageFetches, fetches []float64
+	var readHyd []time.Duration
 	for run := range b.o.runs {
 		ways := []func() error{
 			func() error {
 				unix.Sync() // see restoreSet
 				r, err := b.instantRun(ref, fmt.Sprintf("pvc-bench-instant-%d-%d", size>>30, run), probeSum)
 				pub, create, stage, publish = append(pub, r.published), append(create, r.create), append(stage, r.stage), append(publish, r.publish)
-				read, hyd = append(read, r.read), append(hyd, r.hydrated)
+				read, hyd, hydEng = append(read, r.read), append(hyd, r.hydrated), append(hydEng, r.engine)
+				hydCPU, fetchMean, readHyd = append(hydCPU, r.cpu), append(fetchMean, r.fetchMean), append(readHyd, r.readHydrated)
+				stageFetches, fetches = append(stageFetches, float64(r.stageFetches)), append(fetches, float64(r.fetches))
+				return err
+			},
+			func() error {
+				unix.Sync()
+				t, cpu, err := b.instantUnstaged(ref, fmt.Sprintf("pvc-bench-instant-bare-%d-%d", size>>30, run))
+				bare, bareCPU = append(bare, t), append(bareCPU, cpu)
 				return err
 			},
 			func() error {
 				unix.Sync()
 				cr, err := restoreRefOn(b.w.drvB, fmt.Sprintf("pvc-bench-instant-full-%d-%d", size>>30, run), ref)
-				full = append(full, cr.Wall)
+				full, fullCPU = append(full, cr.Wall), append(fullCPU, cr.CPU)
+				if eng, ok := b.w.drvB.lastRestoreDuration(); ok && err == nil {
+					fullEng = append(fullEng, eng)
+				}
 				return err
 			},
 		}
-		if run%2 == 1 {
-			ways[0], ways[1] = ways[1], ways[0]
-		}
-		for _, way := range ways {
-			if err := way(); err != nil {
+		for i := range ways { // each way first in turn
+			if err := ways[(i+run)%len(ways)](); err != nil {
 				return is, err
 			}
 		}
@@ -90,6 +100,11 @@ func (b *bench) instantSet(size int64) (InstantSet, error) {
 	}
 	is.Published, is.Create, is.Stage, is.Publish = medianSeconds(pub), medianSeconds(create), medianSeconds(stage), medianSeconds(publish)
 	is.Read1MiB, is.Hydration, is.FullRestore, is.BlockGet = medianSeconds(read), medianSeconds(hyd), medianSeconds(full), medianSeconds(get)
+	is.HydrationEngine, is.FullEngine = medianSeconds(hydEng), medianSeconds(fullEng)
+	is.HydrationCPU, is.FullCPU = medianSeconds(hydCPU), medianSeconds(fullCPU)
+	is.Read1MiBHydrated = medianSeconds(readHyd)
+	is.Unstaged, is.UnstagedCPU, is.FetchMean = medianSeconds(bare), medianSeconds(bareCPU), medianSeconds(fetchMean)
+	is.StageFetches, is.Fetches = Figure{Value: median(stageFetches), Unit: "blocks", Samples: stageFetches}, Figure{Value: median(fetches), Unit: "blocks", Samples: fetches}
 	unix.Sync()
 	is.DB, err = b.instantDBRun(ref, fmt.Sprintf("pvc-bench-instant-db-%d", size>>30))
 	return is, err
@@ -155,6 +170,13 @@ func (b *bench) instantSource(size int64) (string, [32]byte, error) {
 // from CreateVolume until hydration ended.
 type instantTimes struct {
 	published, create, stage, publish, read, hydrated time.Duration
+	engine                                            time.Duration // the driver log's, restore started to hydration done
+	cpu                                               time.Duration // the driver's, CreateVolume to hydrated
+	// stageFetches and fetches are the blocks fetched by the end of
+	// NodeStageVolume and in all; fetchMean their mean latency.
+	stageFetches, fetches int64
+	fetchMean             time.Duration
+	readHydrated          time.Duration // the 1 MiB read again once hydrated, nothing cached
 }
 
 // instantRun restores ref instantly on node b as name, publishes it, reads
@@ -163,7 +185,11 @@ type instantTimes struct {
 func (b *bench) instantRun(ref, name string, want [32]byte) (instantTimes, error) {
 	var r instantTimes
 	d := b.w.drvB
-	start := time.Now()
+	n0, sum0, err := d.fetchStats()
+	if err != nil {
+		return r, err
+	}
+	cpu0, start := d.cpuTime(), time.Now()
 	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": ref, "restoreMode": "instant"}, nil)
 	if err != nil {
 		return r, err
@@ -174,6 +200,9 @@ func (b *bench) instantRun(ref, name string, want [32]byte) (instantTimes, error
 		return r, err
 	}
 	r.published, r.stage, r.publish = time.Since(start), stage, publish
+	if n, _, err := d.fetchStats(); err == nil {
+		r.stageFetches = n - n0
+	}
 	t := time.Now()
 	got, err := os.ReadFile(filepath.Join(mnt, instantProbe))
 	r.read = time.Since(t)
@@ -186,8 +215,36 @@ func (b *bench) instantRun(ref, name string, want [32]byte) (instantTimes, error
 	if err := d.waitHydrated(vol, nil); err != nil {
 		return r, err
 	}
-	r.hydrated = time.Since(start)
+	r.hydrated, r.cpu = time.Since(start), d.cpuTime()-cpu0
+	if r.readHydrated, err = readDirect(filepath.Join(mnt, instantProbe), d.instantFile(vol)); err != nil {
+		return r, err
+	}
+	n, total, err := d.fetchStats()
+	if err != nil {
+		return r, err
+	}
+	if r.fetches = n - n0; r.fetches > 0 {
+		r.fetchMean = (total - sum0) / time.Duration(r.fetches)
+	}
+	r.engine, _ = d.logSpan(vol, `"restore started"`, `"hydration done"`)
 	return r, d.unstageDelete(vol, name)
+}
+
+// instantUnstaged restores ref instantly and waits for hydration without
+// staging the volume: the hydration alone, no filesystem served over it.
+// It returns the time from CreateVolume and the driver's CPU time.
+func (b *bench) instantUnstaged(ref, name string) (time.Duration, time.Duration, error) {
+	d := b.w.drvB
+	cpu0, start := d.cpuTime(), time.Now()
+	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": ref, "restoreMode": "instant"}, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := d.waitHydrated(vol, nil); err != nil {
+		return 0, 0, err
+	}
+	t, cpu := time.Since(start), d.cpuTime()-cpu0
+	return t, cpu, d.deleteVolume(vol)
 }
 
 // instantDBRun restores ref instantly once more and, from the moment it is
@@ -211,7 +268,7 @@ func (b *bench) instantDBRun(ref, name string) (DBLoad, error) {
 	go func() { hydrated <- d.waitHydrated(vol, stop) }()
 	lat, werr := randomReads(path, dbDuration, hydrated)
 	close(stop)
-	db.Reads, db.Seconds = len(lat), seconds(sum(lat))
+	db.Reads, db.Seconds, db.Slow = len(lat), seconds(sum(lat)), slower(lat, time.Millisecond)
 	db.P50, db.P99, db.Max = percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1)
 	if done, total, ok := d.hydrationProgress(vol); ok && total > 0 {
 		db.HydratedAtEnd = Figure{Value: float64(done) / float64(total), Unit: "ratio"}
@@ -224,12 +281,23 @@ func (b *bench) instantDBRun(ref, name string) (DBLoad, error) {
 	if err := d.waitHydrated(vol, nil); err != nil {
 		return db, err
 	}
+	// The loop device over the FUSE file is buffered: O_DIRECT stops at
+	// it, and the FUSE file's page cache would serve the pages read above.
+	if err := dropCache(d.instantFile(vol)); err != nil {
+		return db, err
+	}
 	after, err := randomReads(path, dbDuration, nil)
 	if err != nil {
 		return db, err
 	}
 	db.AfterP50, db.AfterP99 = percentile(after, 0.5), percentile(after, 0.99)
 	return db, d.unstageDelete(vol, name)
+}
+
+// instantFile is the FUSE file the driver serves volume id's instant
+// image as (volume.Manager.InstantFile: STATE/instant/ID/image).
+func (d *driverProc) instantFile(id string) string {
+	return filepath.Join(d.e.tmp, d.nodeID+"-state", "instant", id, "image")
 }
 
 // dbDuration is how long each random-read workload runs.

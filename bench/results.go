@@ -224,11 +224,35 @@ type InstantSet struct {
 	// one GET of one block object, read whole (3 a run).
 	Read1MiB Figure `json:"read1MiB"`
 	BlockGet Figure `json:"blockGet"`
+	// Read1MiBHydrated is the same file read with O_DIRECT once
+	// hydrated, the FUSE file's cache dropped: the read path without a fetch.
+	Read1MiBHydrated Figure `json:"read1MiBHydrated"`
 	// Hydration runs from CreateVolume until the volume health has no
 	// "Hydrating" entry; FullRestore is CreateVolume with restoreMode full.
 	Hydration   Figure `json:"hydration"`
 	FullRestore Figure `json:"fullRestoreCreateVolume"`
-	DB          DBLoad `json:"randomReads"`
+	// HydrationEngine and FullEngine are the driver's own durations, from
+	// its log: "restore started" to "hydration done", and the full
+	// restore's "restore done" duration.
+	HydrationEngine Figure `json:"hydrationFromDriverLog"`
+	FullEngine      Figure `json:"fullRestoreFromDriverLog"`
+	// HydrationCPU and FullCPU are the driver's user+system time over
+	// each (the hydration's includes serving the FUSE file to the mount
+	// and the 1 MiB read).
+	HydrationCPU Figure `json:"hydrationDriverCPU"`
+	FullCPU      Figure `json:"fullRestoreDriverCPU"`
+	// Unstaged is an instant restore never staged, CreateVolume until
+	// hydrated, and the driver's CPU time over it: hydration alone.
+	Unstaged    Figure `json:"hydrationUnstaged"`
+	UnstagedCPU Figure `json:"hydrationUnstagedDriverCPU"`
+	// StageFetches and Fetches are the blocks the driver fetched by the
+	// end of NodeStageVolume and in all (chainvol_hydration_fetch_seconds,
+	// on-demand and hydration alike); FetchMean their mean latency (GET,
+	// decode, digest check, write).
+	StageFetches Figure `json:"fetchesByStaged"`
+	Fetches      Figure `json:"fetches"`
+	FetchMean    Figure `json:"fetchMeanLatency"`
+	DB           DBLoad `json:"randomReads"`
 }
 
 // DBLoad is random 4 KiB O_DIRECT reads of one file, one at a time, on a
@@ -240,6 +264,7 @@ type DBLoad struct {
 	P50           Figure `json:"p50"`
 	P99           Figure `json:"p99"`
 	Max           Figure `json:"max"`
+	Slow          int    `json:"slowerThan1ms"` // reads that waited for a fetch, most likely
 	HydratedAtEnd Figure `json:"hydratedAtEnd"` // fraction of the bytes, when the reads ended
 	AfterP50      Figure `json:"hydratedP50"`
 	AfterP99      Figure `json:"hydratedP99"`
