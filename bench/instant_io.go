@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -84,6 +85,43 @@ func parseFetchStats(text string) (n int64, total time.Duration) {
 		}
 	}
 	return n, total
+}
+
+// loopCounts are the bytes each loop device has read and written since
+// it was created (/sys/block/loopN/stat fields 3 and 7, in 512-byte
+// sectors whatever the device's sector size), by device name; they are
+// not reset when a device is detached and attached again, so a device's
+// I/O is a difference of two of these.
+type loopCounts map[string][2]int64
+
+func loopStats() loopCounts {
+	out := loopCounts{}
+	stats, _ := filepath.Glob("/sys/block/loop*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if f := strings.Fields(string(b)); err == nil && len(f) >= 7 {
+			r, _ := strconv.ParseInt(f[2], 10, 64)
+			w, _ := strconv.ParseInt(f[6], 10, 64)
+			out[filepath.Base(filepath.Dir(p))] = [2]int64{r * 512, w * 512}
+		}
+	}
+	return out
+}
+
+// loopIO is the bytes read and written, since before, by the loop device
+// whose backing file is file; ok is false when no loop device backs it.
+func loopIO(file string, before loopCounts) (read, written int64, ok bool) {
+	matches, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil || strings.TrimSpace(string(b)) != file {
+			continue
+		}
+		dev := filepath.Base(filepath.Dir(filepath.Dir(m)))
+		now := loopStats()[dev]
+		return now[0] - before[dev][0], now[1] - before[dev][1], true
+	}
+	return 0, 0, false
 }
 
 // dropCache drops the clean page cache of path (POSIX_FADV_DONTNEED), so

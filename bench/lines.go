@@ -258,7 +258,9 @@ func instantLines(sets []InstantSet) []Line {
 			line("  hydration of a volume never staged", "s", s.Unstaged.Value, nil, ptr(s.FullRestore.Value)),
 			line("  hydration of a volume never staged, driver CPU time", "s", s.UnstagedCPU.Value, nil, ptr(s.FullCPU.Value)),
 			line(fmt.Sprintf("  mean block fetch (%.0f fetches, %.0f by the end of NodeStageVolume); limit: one GET", s.Fetches.Value, s.StageFetches.Value),
-				"ms", s.FetchMean.Value*1e3, nil, ptr(s.BlockGet.Value*1e3)))
+				"ms", s.FetchMean.Value*1e3, nil, ptr(s.BlockGet.Value*1e3)),
+			line("  loop device over FUSE, stage to hydrated: read (mount + the 1 MiB file)", "MiB", s.LoopRead.Value/mib, nil, nil),
+			line("  loop device over FUSE, stage to hydrated: written (none by the bench)", "MiB", s.LoopWritten.Value/mib, nil, nil))
 		db := s.DB
 		l = line(fmt.Sprintf("%s: random 4 KiB reads while hydrating, p50", what), "ms", db.P50.Value*1e3, nil, ptr(db.AfterP50.Value*1e3))
 		l.Target = fmt.Sprintf("%d reads in %.1f s (%d over 1 ms), %.0f%% hydrated at the end; limit: hydrated", db.Reads, db.Seconds.Value, db.Slow, db.HydratedAtEnd.Value*100)

@@ -252,7 +252,13 @@ type InstantSet struct {
 	StageFetches Figure `json:"fetchesByStaged"`
 	Fetches      Figure `json:"fetches"`
 	FetchMean    Figure `json:"fetchMeanLatency"`
-	DB           DBLoad `json:"randomReads"`
+	// LoopRead and LoopWritten are the bytes the loop device over the
+	// FUSE file read and wrote from its attach (NodeStageVolume) until
+	// hydrated: the mount's, the 1 MiB read's, and what ext4 did by itself
+	// (the bench writes nothing).
+	LoopRead    Figure `json:"loopReadWhileHydrating"`
+	LoopWritten Figure `json:"loopWrittenWhileHydrating"`
+	DB          DBLoad `json:"randomReads"`
 }
 
 // DBLoad is random 4 KiB O_DIRECT reads of one file, one at a time, on a
