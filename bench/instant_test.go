@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 )
@@ -71,5 +73,35 @@ I1203 10:00:03.250000   1 x.go:1] "hydration done" volume="v1"
 	}
 	if _, ok := logSpanIn(log, `"v3"`, "restore started", "hydration done"); ok {
 		t.Error("a volume not in the log has a span")
+	}
+}
+
+// TestLinesOfRecordedRun recomputes the table of the recorded full run
+// (bench/results/latest.json, made before the lines were split by phase)
+// and expects the same rows, and no instant rows in a run without them.
+func TestLinesOfRecordedRun(t *testing.T) {
+	b, err := os.ReadFile("results/latest.json")
+	if err != nil {
+		t.Skip("no recorded run:", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Lines) == 0 {
+		t.Fatal("the recorded run has no lines")
+	}
+	got := lines(&r)
+	if len(got) != len(r.Lines) {
+		t.Fatalf("%d lines, the recorded run has %d", len(got), len(r.Lines))
+	}
+	for i := range got {
+		if got[i].Name != r.Lines[i].Name || got[i].Chainvol != r.Lines[i].Chainvol || met(got[i].Met) != met(r.Lines[i].Met) {
+			t.Errorf("line %d: %q %v %s, recorded %q %v %s", i, got[i].Name, got[i].Chainvol, met(got[i].Met),
+				r.Lines[i].Name, r.Lines[i].Chainvol, met(r.Lines[i].Met))
+		}
+	}
+	if n := len(lines(&Results{})); n != 0 {
+		t.Errorf("an empty run has %d lines", n)
 	}
 }
