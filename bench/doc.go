@@ -1,4 +1,4 @@
-// Command chainvol-bench measures chainvol's backup, restore, snapshot and
+// Command chainvol-bench measures chainvol's backup, restore (full and instant), snapshot and
 // clone paths on this machine beside the newest restic (bin/restic, built by
 // make bench-deps) and the machine's own limit (a null restore and a null
 // backup: the same requests without digests or compression, null.go), all

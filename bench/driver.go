@@ -42,6 +42,8 @@ type driverProc struct {
 	nodeID, pool, log string
 	// snapParams are added to every backup CreateSnapshot (VolumeSnapshotClass parameters).
 	snapParams map[string]string
+	// metrics is the URL of the driver's Prometheus endpoint (loopback).
+	metrics string
 }
 
 // startDriver runs the driver of node over poolDir (on the bench's XFS)
@@ -53,9 +55,13 @@ func startDriver(e *env, s *s3, creds, node, poolDir string) (*driverProc, error
 		return nil, err
 	}
 	sock := filepath.Join(e.tmp, node+".sock")
+	metrics, err := freeLoopback()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(e.bin("chainvol-csi"), "-endpoint", "unix://"+sock, "-node-id", node,
 		"-pool-dir", poolDir, "-state-dir", filepath.Join(e.tmp, node+"-state"),
-		"-backup-target", s3Target+"="+s.chainvolURL(), "-backup-credentials-file", creds, "-metrics-address", "")
+		"-backup-target", s3Target+"="+s.chainvolURL(), "-backup-credentials-file", creds, "-metrics-address", metrics)
 	logFile, err := os.Create(filepath.Join(e.tmp, node+".log"))
 	if err != nil {
 		return nil, err
@@ -64,7 +70,7 @@ func startDriver(e *env, s *s3, creds, node, poolDir string) (*driverProc, error
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &driverProc{cmd: cmd, e: e, nodeID: node, pool: poolDir, log: logFile.Name()}
+	d := &driverProc{cmd: cmd, e: e, nodeID: node, pool: poolDir, log: logFile.Name(), metrics: "http://" + metrics + "/metrics"}
 	// SIGTERM first: the driver stops its jobs and closes the pool cleanly.
 	e.defer_(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -266,24 +272,55 @@ func (d *driverProc) deleteSnapshot(id string) error {
 // stagePublish stages and publishes a mount volume the way the kubelet does
 // and returns the published path; the undo stack unpublishes and unstages.
 func (d *driverProc) stagePublish(id, name string) (string, error) {
-	staging := filepath.Join(d.e.tmp, "mnt", name+"-stage")
-	target := filepath.Join(d.e.tmp, "mnt", name+"-pub")
+	target, _, _, err := d.stagePublishTimed(id, name)
+	return target, err
+}
+
+// stagePaths are the staging and publish paths of a volume named name.
+func (d *driverProc) stagePaths(name string) (staging, target string) {
+	return filepath.Join(d.e.tmp, "mnt", name+"-stage"), filepath.Join(d.e.tmp, "mnt", name+"-pub")
+}
+
+// stagePublishTimed is stagePublish that also returns how long
+// NodeStageVolume and NodePublishVolume each took.
+func (d *driverProc) stagePublishTimed(id, name string) (target string, stage, publish time.Duration, err error) {
+	staging, target := d.stagePaths(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	start := time.Now()
 	if _, err := d.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: id, StagingTargetPath: staging, VolumeCapability: mountCap()}); err != nil {
-		return "", fmt.Errorf("NodeStageVolume: %w", err)
+		return "", 0, 0, fmt.Errorf("NodeStageVolume: %w", err)
 	}
+	stage = time.Since(start)
 	d.e.defer_(func() {
 		_, _ = d.node.NodeUnstageVolume(context.Background(), &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging})
 	})
+	start = time.Now()
 	if _, err := d.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, StagingTargetPath: staging,
 		TargetPath: target, VolumeCapability: mountCap()}); err != nil {
-		return "", fmt.Errorf("NodePublishVolume: %w", err)
+		return "", 0, 0, fmt.Errorf("NodePublishVolume: %w", err)
 	}
+	publish = time.Since(start)
 	d.e.defer_(func() {
 		_, _ = d.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 	})
-	return target, nil
+	return target, stage, publish, nil
+}
+
+// unstageDelete unpublishes, unstages and deletes a volume that
+// stagePublish published as name, now rather than at teardown (the undo
+// stack's calls then find nothing left, which CSI answers as success).
+func (d *driverProc) unstageDelete(id, name string) error {
+	staging, target := d.stagePaths(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := d.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		return fmt.Errorf("NodeUnpublishVolume: %w", err)
+	}
+	if _, err := d.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: id, StagingTargetPath: staging}); err != nil {
+		return fmt.Errorf("NodeUnstageVolume: %w", err)
+	}
+	return d.deleteVolume(id)
 }
 
 // newLvolFile runs fn and returns the one data file it added to the pool's

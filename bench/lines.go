@@ -28,8 +28,45 @@ const mib = 1 << 20
 // target and whether it was met. Time ratios are chainvol/other: below 1
 // means chainvol is faster.
 func lines(r *Results) []Line {
-	var out []Line
+	out := backupLines(r)
+	var l Line
+	for _, rs := range r.Restores {
+		what := fmt.Sprintf("restore %s (%d links, %.0f MiB)", rs.Name, rs.Links, rs.DataBytes.Value/mib)
+		for _, w := range []struct {
+			how string
+			t   Figure
+		}{{"CreateVolume", rs.CSI}, {"chainvolctl", rs.Ctl}} {
+			l = line(what+" "+w.how, "s", w.t.Value, ptr(rs.Restic.Value), ptr(rs.Limit.Value))
+			l.Target = "c/limit (null restore) <= 1.3, c/restic <= 0.5"
+			l.Met = okp(*l.VsRestic <= 0.5 && *l.VsLimit <= 1.3)
+			out = append(out, l)
+		}
+		out = append(out, limitLines(rs)...)
+		l = line(fmt.Sprintf("restore %s CPU time chainvolctl (user+sys)", rs.Name), "s", rs.CtlCPU.Value, ptr(rs.ResticCPU.Value), nil)
+		out = append(out, l)
+		out = append(out, cpuBoundLine(rs))
+		l = line(fmt.Sprintf("restore %s peak RSS CreateVolume (driver)", rs.Name), "MiB", rs.CSIPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
+		l.Target, l.Met = "<= 256 MiB", okp(rs.CSIPeakRSS.Value <= 256*mib)
+		out = append(out, l)
+		l = line(fmt.Sprintf("restore %s peak RSS chainvolctl", rs.Name), "MiB", rs.CtlPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
+		l.Target, l.Met = "<= 256 MiB", okp(rs.CtlPeakRSS.Value <= 256*mib)
+		out = append(out, l)
+	}
+	out = append(out, localBaseLines(r.LocalBase)...)
+	out = append(out, chainLines(r.ChainLength)...)
+	out = append(out, scaleLines(r.Scale)...)
+	out = append(out, snapLines(r.SnapClone)...)
+	return append(out, instantLines(r.Instant)...)
+}
+
+// backupLines: the full backup and the incrementals, none when the run
+// took no backup (-only without backups).
+func backupLines(r *Results) []Line {
 	f := r.Full
+	if f.Chainvol.Time.Value == 0 {
+		return nil
+	}
+	var out []Line
 	l := line("full backup time; limit: null backup", "s", f.Chainvol.Time.Value, ptr(f.Restic.Time.Value), ptr(f.NullBackup.Value))
 	l.Target, l.Met = "chainvol/restic <= 0.4", okp(*l.VsRestic <= 0.4)
 	out = append(out, l)
@@ -68,32 +105,7 @@ func lines(r *Results) []Line {
 		l.Target, l.Met = "chainvol/restic <= 1", okp(*l.VsRestic <= 1)
 		out = append(out, l)
 	}
-	for _, rs := range r.Restores {
-		what := fmt.Sprintf("restore %s (%d links, %.0f MiB)", rs.Name, rs.Links, rs.DataBytes.Value/mib)
-		for _, w := range []struct {
-			how string
-			t   Figure
-		}{{"CreateVolume", rs.CSI}, {"chainvolctl", rs.Ctl}} {
-			l = line(what+" "+w.how, "s", w.t.Value, ptr(rs.Restic.Value), ptr(rs.Limit.Value))
-			l.Target = "c/limit (null restore) <= 1.3, c/restic <= 0.5"
-			l.Met = okp(*l.VsRestic <= 0.5 && *l.VsLimit <= 1.3)
-			out = append(out, l)
-		}
-		out = append(out, limitLines(rs)...)
-		l = line(fmt.Sprintf("restore %s CPU time chainvolctl (user+sys)", rs.Name), "s", rs.CtlCPU.Value, ptr(rs.ResticCPU.Value), nil)
-		out = append(out, l)
-		out = append(out, cpuBoundLine(rs))
-		l = line(fmt.Sprintf("restore %s peak RSS CreateVolume (driver)", rs.Name), "MiB", rs.CSIPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
-		l.Target, l.Met = "<= 256 MiB", okp(rs.CSIPeakRSS.Value <= 256*mib)
-		out = append(out, l)
-		l = line(fmt.Sprintf("restore %s peak RSS chainvolctl", rs.Name), "MiB", rs.CtlPeakRSS.Value/mib, ptr(rs.ResticRSS.Value/mib), nil)
-		l.Target, l.Met = "<= 256 MiB", okp(rs.CtlPeakRSS.Value <= 256*mib)
-		out = append(out, l)
-	}
-	out = append(out, localBaseLines(r.LocalBase)...)
-	out = append(out, chainLines(r.ChainLength)...)
-	out = append(out, scaleLines(r.Scale)...)
-	return append(out, snapLines(r.SnapClone)...)
+	return out
 }
 
 // localBaseLines: a restore on the node holding another backup's local
@@ -212,4 +224,47 @@ func cpuBoundLine(rs RestoreSet) Line {
 			c/rs.Ctl.Value, rs.CtlMachineCPU.Value/rs.Ctl.Value, runtime.NumCPU())
 	}
 	return l
+}
+
+// instantLines: restoreMode "instant" against its goals (issue 27), each
+// size beside a full restore of the same backup; the time to publish of
+// every size is also held against the smallest's.
+func instantLines(sets []InstantSet) []Line {
+	var out []Line
+	for i, s := range sets {
+		what := fmt.Sprintf("instant restore %s (%.0f MiB data)", bytesStr(int64(s.Size.Value)), s.DataBytes.Value/mib)
+		l := line(what+": CreateVolume to published", "s", s.Published.Value, nil, nil)
+		l.Target, l.Met = "<= 2 s", okp(s.Published.Value <= 2)
+		if i > 0 && sets[0].Published.Value > 0 {
+			r := s.Published.Value / sets[0].Published.Value
+			l.Target = fmt.Sprintf("<= 2 s, vs %s <= 1.2 (is %.2f)", bytesStr(int64(sets[0].Size.Value)), r)
+			l.Met = okp(s.Published.Value <= 2 && r <= 1.2)
+		}
+		out = append(out, l,
+			line("  CreateVolume", "s", s.Create.Value, nil, nil),
+			line("  NodeStageVolume", "s", s.Stage.Value, nil, nil),
+			line("  NodePublishVolume", "s", s.Publish.Value, nil, nil))
+		l = line(what+": read a 1 MiB file after publish; limit: one block's GET", "ms", s.Read1MiB.Value*1e3, nil, ptr(s.BlockGet.Value*1e3))
+		goal := 100 + s.BlockGet.Value*1e3
+		l.Target, l.Met = fmt.Sprintf("<= 100 ms + one GET = %.0f ms", goal), okp(s.Read1MiB.Value*1e3 <= goal)
+		out = append(out, l, line("  the same file once hydrated (O_DIRECT, no cache)", "ms", s.Read1MiBHydrated.Value*1e3, nil, nil))
+		l = line(what+": full hydration; limit: full restore", "s", s.Hydration.Value, nil, ptr(s.FullRestore.Value))
+		if l.VsLimit != nil {
+			l.Target, l.Met = "c/full restore <= 1.2", okp(*l.VsLimit <= 1.2)
+		}
+		out = append(out, l,
+			line("  hydration, driver log (restore started to hydration done)", "s", s.HydrationEngine.Value, nil, ptr(s.FullEngine.Value)),
+			line("  hydration, driver CPU time (user+sys)", "s", s.HydrationCPU.Value, nil, ptr(s.FullCPU.Value)),
+			line("  hydration of a volume never staged", "s", s.Unstaged.Value, nil, ptr(s.FullRestore.Value)),
+			line("  hydration of a volume never staged, driver CPU time", "s", s.UnstagedCPU.Value, nil, ptr(s.FullCPU.Value)),
+			line(fmt.Sprintf("  mean block fetch (%.0f fetches, %.0f by the end of NodeStageVolume); limit: one GET", s.Fetches.Value, s.StageFetches.Value),
+				"ms", s.FetchMean.Value*1e3, nil, ptr(s.BlockGet.Value*1e3)),
+			line("  loop device over FUSE, stage to hydrated: read (mount + the 1 MiB file)", "MiB", s.LoopRead.Value/mib, nil, nil),
+			line("  loop device over FUSE, stage to hydrated: written (none by the bench)", "MiB", s.LoopWritten.Value/mib, nil, nil))
+		db := s.DB
+		l = line(fmt.Sprintf("%s: random 4 KiB reads while hydrating, p50", what), "ms", db.P50.Value*1e3, nil, ptr(db.AfterP50.Value*1e3))
+		l.Target = fmt.Sprintf("%d reads in %.1f s (%d over 1 ms), %.0f%% hydrated at the end; limit: hydrated", db.Reads, db.Seconds.Value, db.Slow, db.HydratedAtEnd.Value*100)
+		out = append(out, l, line(fmt.Sprintf("%s: random 4 KiB reads while hydrating, p99", what), "ms", db.P99.Value*1e3, nil, ptr(db.AfterP99.Value*1e3)))
+	}
+	return out
 }

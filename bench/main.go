@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,25 +20,31 @@ import (
 
 // options are the flags; the defaults are the recorded run (docs/BENCHMARKS.md).
 type options struct {
-	size        int64
-	fill        float64
-	rounds      int
-	change      float64
-	longChain   int
-	runs        int
-	resticRuns  int
-	snapSizes   []int64
-	snapFill    float64
-	snapRuns    int
-	scaleData   int64
-	blockSize   string
+	size       int64
+	fill       float64
+	rounds     int
+	change     float64
+	longChain  int
+	runs       int
+	resticRuns int
+	snapSizes  []int64
+	snapFill   float64
+	snapRuns   int
+	scaleData  int64
+	blockSize  string
+	// instantSizes are the backup sizes of the instant-restore phase;
+	// instantData the bytes written to each (instant: phase_instant.go).
+	instantSizes []int64
+	instantData  int64
+	// only names the phases to run (phaseNames); empty runs them all.
+	only        map[string]bool
 	seed        uint64
 	out, tmpDir string
 }
 
 func parseFlags() options {
 	var o options
-	var size, snaps, scale string
+	var size, snaps, scale, instants, instantData, only string
 	flag.StringVar(&size, "size", "4GiB", "volume size of the backup/restore workload")
 	flag.Float64Var(&o.fill, "fill", 0.6, "fraction of the volume filled with files")
 	flag.IntVar(&o.rounds, "rounds", 10, "rounds of changes, each followed by an incremental backup by both tools")
@@ -50,6 +57,9 @@ func parseFlags() options {
 	flag.IntVar(&o.snapRuns, "snap-runs", 5, "repetitions of each snapshot and clone")
 	flag.StringVar(&scale, "scale-data", "1GiB", "data of the scale test: in a volume of that size and in one 64 times larger (0 skips it)")
 	flag.StringVar(&o.blockSize, "block-size", "", "blockSize parameter of the backup VolumeSnapshotClass (\"\" = the driver's default)")
+	flag.StringVar(&instants, "instant-sizes", "4GiB,32GiB", "backup sizes of the instant-restore phase (issue 27; 0 skips it)")
+	flag.StringVar(&instantData, "instant-data", "512MiB", "data written to each instant-restore backup: a quarter in one file for the random reads, the rest spread over the volume")
+	flag.StringVar(&only, "only", "", "run only these phases, comma-separated: "+strings.Join(phaseNames, ","))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
 	flag.StringVar(&o.out, "out", "bench/results/latest.json", "JSON results file")
 	flag.StringVar(&o.tmpDir, "tmp", "/var/tmp", "parent of the scratch directory (pool image, S3 data)")
@@ -66,14 +76,52 @@ func parseFlags() options {
 	if o.size, err = parseSize(size); err != nil {
 		fatal(err)
 	}
-	for _, s := range strings.Split(snaps, ",") {
+	o.snapSizes = parseSizes(snaps)
+	if instants != "0" {
+		o.instantSizes = parseSizes(instants)
+	}
+	if o.instantData, err = parseSize(instantData); err != nil {
+		fatal(err)
+	}
+	if o.only, err = parseOnly(only); err != nil {
+		fatal(err)
+	}
+	return o
+}
+
+// parseSizes reads a comma-separated list of sizes (parseSize).
+func parseSizes(list string) []int64 {
+	var out []int64
+	for _, s := range strings.Split(list, ",") {
 		n, err := parseSize(s)
 		if err != nil {
 			fatal(err)
 		}
-		o.snapSizes = append(o.snapSizes, n)
+		out = append(out, n)
 	}
-	return o
+	return out
+}
+
+// phaseNames are the phases of a run in their order, as -only names them.
+var phaseNames = []string{"backups", "restores", "localbase", "chain", "scale", "snap", "instant"}
+
+// parseOnly reads -only; restores, localbase and chain need the backups
+// of the workload volume, so they bring that phase along.
+func parseOnly(list string) (map[string]bool, error) {
+	if list == "" {
+		return nil, nil
+	}
+	only := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		if !slices.Contains(phaseNames, p) {
+			return nil, fmt.Errorf("-only: no phase %q (phases: %s)", p, strings.Join(phaseNames, ","))
+		}
+		only[p] = true
+		if p == "restores" || p == "localbase" || p == "chain" {
+			only["backups"] = true
+		}
+	}
+	return only, nil
 }
 
 // parseSize reads 4GiB, 512MiB, 1048576.
@@ -127,7 +175,7 @@ func main() {
 func runBench(root string, o options) (*Results, error) {
 	start := time.Now()
 	res := &Results{Schema: 3, StartedAt: start.UTC().Format(time.RFC3339), Machine: machine(), Config: config(o)}
-	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 66*o.scaleData + 8<<30 // sparse
+	poolSize := 8*o.size + 4*maxOf(o.snapSizes) + 66*o.scaleData + 4*maxOf(o.instantSizes) + 8<<30 // sparse
 	e, err := newEnv(root, o.tmpDir, poolSize)
 	if e != nil {
 		defer e.teardown()
@@ -148,12 +196,16 @@ func runBench(root string, o options) (*Results, error) {
 	}
 	b := &bench{o: o, w: w, res: res, ctx: context.Background()}
 	for _, phase := range []struct {
-		name string
-		fn   func() error
+		key, name string
+		fn        func() error
 	}{
-		{"backups", b.backups}, {"restores", b.restores}, {"local-base restores", b.localBase},
-		{"chain length", b.chainLength}, {"scale", b.scale}, {"snapshot and clone", b.snapClone},
+		{"backups", "backups", b.backups}, {"restores", "restores", b.restores}, {"localbase", "local-base restores", b.localBase},
+		{"chain", "chain length", b.chainLength}, {"scale", "scale", b.scale}, {"snap", "snapshot and clone", b.snapClone},
+		{"instant", "instant restore", b.instant},
 	} {
+		if o.only != nil && !o.only[phase.key] {
+			continue
+		}
 		t := time.Now()
 		logf("== %s", phase.name)
 		if err := phase.fn(); err != nil {
@@ -254,7 +306,15 @@ func writeJSON(path string, res *Results) error {
 func config(o options) Config {
 	c := Config{VolumeSize: bytesFig(o.size), FillFraction: o.fill, Rounds: o.rounds, ChangeFraction: o.change,
 		LongChain: o.longChain, Runs: o.runs, ResticRuns: o.resticRuns, SnapFill: o.snapFill, SnapRuns: o.snapRuns, Seed: o.seed,
-		ScaleData: bytesFig(o.scaleData), BlockSize: o.blockSize}
+		ScaleData: bytesFig(o.scaleData), BlockSize: o.blockSize, InstantData: bytesFig(o.instantData)}
+	for _, s := range o.instantSizes {
+		c.InstantSizes = append(c.InstantSizes, bytesFig(s))
+	}
+	for _, p := range phaseNames {
+		if o.only[p] {
+			c.Only = append(c.Only, p)
+		}
+	}
 	for _, s := range o.snapSizes {
 		c.SnapSizes = append(c.SnapSizes, bytesFig(s))
 	}

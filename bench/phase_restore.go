@@ -131,10 +131,15 @@ func (b *bench) restoreCSI(name, id string) (childRun, error) {
 
 // restoreCSIOn is restoreCSI on the node of driver d.
 func (b *bench) restoreCSIOn(d *driverProc, name, id string) (childRun, error) {
+	return restoreRefOn(d, name, s3Target+":"+chain+"@"+id)
+}
+
+// restoreRefOn is restoreCSIOn of a backup reference TARGET:CHAIN@ID.
+func restoreRefOn(d *driverProc, name, ref string) (childRun, error) {
 	d.resetPeak()
 	cpu0 := d.cpuTime()
 	start := time.Now()
-	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": s3Target + ":" + chain + "@" + id}, nil)
+	vol, err := d.createVolume(name, 0, mountCap(), map[string]string{"fromBackup": ref}, nil)
 	cr := childRun{Wall: time.Since(start), CPU: d.cpuTime() - cpu0, PeakRSS: d.peakRSS()}
 	if err != nil {
 		return cr, err

@@ -16,10 +16,11 @@ func printTable(w io.Writer, r *Results) {
 	}
 	fmt.Fprintf(w, "chainvol bench %s: %d cores (%s), %.0f GiB RAM, kernel %s; load before %s, after %s: %s; %s; took %.0fs\n",
 		r.StartedAt, m.Cores, m.CPU, m.MemoryBytes.Value/(1<<30), m.Kernel, m.LoadBefore, m.LoadAfter, quiet, m.Restic, r.Elapsed.Value)
-	fw := r.Workload.Fill
-	fmt.Fprintf(w, "volume %s ext4, %d files, %.0f MiB (large %.0f, compressed %.0f, text %.0f, small %.0f MiB in %d files); %d rounds of ~%.0f%% changes\n\n",
-		bytesStr(int64(r.Config.VolumeSize.Value)), fw.Files, float64(fw.Bytes)/mib, float64(fw.LargeBytes)/mib,
-		float64(fw.CompressedBytes)/mib, float64(fw.TextBytes)/mib, float64(fw.Small)/mib, fw.SmallFiles, r.Config.Rounds, r.Config.ChangeFraction*100)
+	if fw := r.Workload.Fill; fw.Files > 0 {
+		fmt.Fprintf(w, "volume %s ext4, %d files, %.0f MiB (large %.0f, compressed %.0f, text %.0f, small %.0f MiB in %d files); %d rounds of ~%.0f%% changes\n\n",
+			bytesStr(int64(r.Config.VolumeSize.Value)), fw.Files, float64(fw.Bytes)/mib, float64(fw.LargeBytes)/mib,
+			float64(fw.CompressedBytes)/mib, float64(fw.TextBytes)/mib, float64(fw.Small)/mib, fw.SmallFiles, r.Config.Rounds, r.Config.ChangeFraction*100)
+	}
 
 	if len(r.Incremental) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

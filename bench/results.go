@@ -22,6 +22,7 @@ type Results struct {
 	ChainLength      []ChainLink       `json:"chainLength"`
 	FlatBackup       *FlatBackup       `json:"chainvolctlFullBackup,omitempty"`
 	SnapClone        []SnapClone       `json:"snapshotClone"`
+	Instant          []InstantSet      `json:"instantRestore,omitempty"`
 	// Lines are the rows of the printed table, with ratios and targets.
 	Lines []Line `json:"lines"`
 }
@@ -55,7 +56,11 @@ type Config struct {
 	SnapRuns       int      `json:"snapshotRuns"`
 	ScaleData      Figure   `json:"scaleData"`
 	BlockSize      string   `json:"blockSize,omitempty"`
-	Seed           uint64   `json:"seed"`
+	InstantSizes   []Figure `json:"instantSizes,omitempty"`
+	InstantData    Figure   `json:"instantData"`
+	// Only are the phases run (-only); empty: every phase.
+	Only []string `json:"only,omitempty"`
+	Seed uint64   `json:"seed"`
 }
 
 // Workload is what was written to the volume.
@@ -197,6 +202,78 @@ type SnapClone struct {
 	// CpReflink is `cp --reflink=always` of the same data file: the limit.
 	CpReflink Figure `json:"cpReflink"`
 	DeleteAll Figure `json:"deleteSnapshotAndClone"`
+}
+
+// InstantSet is one backup restored with restoreMode "instant" on node b
+// (issue 27), beside a full restore of the same backup in the same run;
+// times are medians of -runs.
+type InstantSet struct {
+	Size      Figure `json:"size"` // of the source volume, so of the backup
+	BackupID  string `json:"backupId"`
+	DataBytes Figure `json:"dataBytes"` // the image's non-zero blocks
+	Objects   int    `json:"objects"`   // its distinct block objects
+	// Span is the end of the last data block over the image's size.
+	Span Figure `json:"dataSpan"`
+	// Published runs from CreateVolume to NodePublishVolume's answer: the
+	// sum of Create, Stage and Publish (the three calls).
+	Published Figure `json:"createToPublished"`
+	Create    Figure `json:"createVolume"`
+	Stage     Figure `json:"nodeStageVolume"`
+	Publish   Figure `json:"nodePublishVolume"`
+	// Read1MiB is the read of a 1 MiB file right after publish; BlockGet
+	// one GET of one block object, read whole (3 a run).
+	Read1MiB Figure `json:"read1MiB"`
+	BlockGet Figure `json:"blockGet"`
+	// Read1MiBHydrated is the same file read with O_DIRECT once
+	// hydrated, the FUSE file's cache dropped: the read path without a fetch.
+	Read1MiBHydrated Figure `json:"read1MiBHydrated"`
+	// Hydration runs from CreateVolume until the volume health has no
+	// "Hydrating" entry; FullRestore is CreateVolume with restoreMode full.
+	Hydration   Figure `json:"hydration"`
+	FullRestore Figure `json:"fullRestoreCreateVolume"`
+	// HydrationEngine and FullEngine are the driver's own durations, from
+	// its log: "restore started" to "hydration done", and the full
+	// restore's "restore done" duration.
+	HydrationEngine Figure `json:"hydrationFromDriverLog"`
+	FullEngine      Figure `json:"fullRestoreFromDriverLog"`
+	// HydrationCPU and FullCPU are the driver's user+system time over
+	// each (the hydration's includes serving the FUSE file to the mount
+	// and the 1 MiB read).
+	HydrationCPU Figure `json:"hydrationDriverCPU"`
+	FullCPU      Figure `json:"fullRestoreDriverCPU"`
+	// Unstaged is an instant restore never staged, CreateVolume until
+	// hydrated, and the driver's CPU time over it: hydration alone.
+	Unstaged    Figure `json:"hydrationUnstaged"`
+	UnstagedCPU Figure `json:"hydrationUnstagedDriverCPU"`
+	// StageFetches and Fetches are the blocks the driver fetched by the
+	// end of NodeStageVolume and in all (chainvol_hydration_fetch_seconds,
+	// on-demand and hydration alike); FetchMean their mean latency (GET,
+	// decode, digest check, write).
+	StageFetches Figure `json:"fetchesByStaged"`
+	Fetches      Figure `json:"fetches"`
+	FetchMean    Figure `json:"fetchMeanLatency"`
+	// LoopRead and LoopWritten are the bytes the loop device over the
+	// FUSE file read and wrote from its attach (NodeStageVolume) until
+	// hydrated: the mount's, the 1 MiB read's, and what ext4 did by itself
+	// (the bench writes nothing).
+	LoopRead    Figure `json:"loopReadWhileHydrating"`
+	LoopWritten Figure `json:"loopWrittenWhileHydrating"`
+	DB          DBLoad `json:"randomReads"`
+}
+
+// DBLoad is random 4 KiB O_DIRECT reads of one file, one at a time, on a
+// fresh instant restore from its publish until hydration ended (or 3 s),
+// then for 3 s on the hydrated volume (still over FUSE).
+type DBLoad struct {
+	Reads         int    `json:"reads"`
+	Seconds       Figure `json:"seconds"`
+	P50           Figure `json:"p50"`
+	P99           Figure `json:"p99"`
+	Max           Figure `json:"max"`
+	Slow          int    `json:"slowerThan1ms"` // reads that waited for a fetch, most likely
+	HydratedAtEnd Figure `json:"hydratedAtEnd"` // fraction of the bytes, when the reads ended
+	AfterP50      Figure `json:"hydratedP50"`
+	AfterP99      Figure `json:"hydratedP99"`
 }
 
 // Line is one row of the table: the chainvol figure, what it is compared

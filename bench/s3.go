@@ -45,12 +45,10 @@ func startS3(e *env) (*s3, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	var err error
+	if s.endpoint, err = freeLoopback(); err != nil {
 		return nil, err
 	}
-	s.endpoint = l.Addr().String()
-	l.Close()
 	cmd := exec.Command(e.bin("versitygw"), "--port", s.endpoint, "--health", "/health", "--quiet", "posix", s.dir)
 	// Secrets go through the environment, not argv, so ps cannot show them.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.access, "ROOT_SECRET_ACCESS_KEY="+s.secret)
@@ -104,6 +102,17 @@ func (s *s3) bucketBytes(ctx context.Context, bucket string) (int64, int, error)
 		count++
 	}
 	return n, count, nil
+}
+
+// freeLoopback is a loopback address with a port free a moment ago, for a
+// child to listen on.
+func freeLoopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 func waitHTTP(u string, timeout time.Duration) error {
