@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/directio"
 )
 
 // Source is what a lazy image reads its blocks from; *s3chain.BlockReader
@@ -70,6 +72,11 @@ type Image struct {
 	src   Source
 	opts  Options
 	cache *os.File
+	// direct is the cache opened with O_DIRECT for fetched blocks (a
+	// writable image's data file; nil: buffered, as a browse's cache),
+	// bufs the aligned block buffers its writes copy unaligned data into.
+	direct *os.File
+	bufs   sync.Pool
 
 	mu          sync.Mutex
 	have        []bool              // block i is in the cache file, verified
@@ -131,6 +138,9 @@ func (im *Image) Close() error {
 	var err error
 	if im.rw != nil {
 		err = im.Flush()
+	}
+	if im.direct != nil {
+		err = errors.Join(err, im.direct.Close())
 	}
 	return errors.Join(err, im.cache.Close())
 }
@@ -338,6 +348,31 @@ func (im *Image) cacheDir() string {
 	return im.opts.CacheDir
 }
 
+// writeFetched writes a fetched block's data at off of the cache: with
+// O_DIRECT when the cache has a direct descriptor (directio.WriteAt),
+// which a hydration writing every block of a large volume once needs (its
+// buffered writes were most of its CPU: docs/BENCHMARKS.md "Instant
+// restore"). The page cache stays coherent: the kernel writes back and
+// drops the range's cached pages around a direct write, and no write of
+// the application is pending on an unmarked block (rule 8).
+func (im *Image) writeFetched(data []byte, off int64) error {
+	if im.direct == nil {
+		_, err := im.cache.WriteAt(data, off)
+		return err
+	}
+	var buf []byte
+	if !directio.IsAligned(data) {
+		b, _ := im.bufs.Get().(*[]byte)
+		if b == nil || int64(cap(*b)) < im.src.BlockSize() {
+			nb := directio.AlignedBuf(im.src.BlockSize())
+			b = &nb
+		}
+		defer im.bufs.Put(b)
+		buf = *b
+	}
+	return directio.WriteAt(im.direct, im.cache, data, off, buf)
+}
+
 // fetchOne fetches, verifies (Source.ReadBlock) and caches block i once.
 func (im *Image) fetchOne(ctx context.Context, i int64) error {
 	start := time.Now()
@@ -347,7 +382,7 @@ func (im *Image) fetchOne(ctx context.Context, i int64) error {
 		err = fmt.Errorf("%w: block %d: %d bytes, want %d", errWrongLength, i, len(data), want)
 	}
 	if err == nil {
-		_, err = im.cache.WriteAt(data, i*im.src.BlockSize())
+		err = im.writeFetched(data, i*im.src.BlockSize())
 		if err != nil {
 			err = fmt.Errorf("%w (--cache-dir %s): write block %d: %w", errCache, im.cacheDir(), i, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chainvol/chainvol/internal/directio"
 	"github.com/chainvol/chainvol/internal/durable"
 )
 
@@ -74,8 +75,8 @@ func OpenWritable(src Source, dataPath, recordPath string, opts Options) (*Image
 		f.Close()
 		return nil, err
 	}
-	im := &Image{src: src, opts: opts, cache: f, have: have, inflight: map[int64]*fetch{}, gaveUp: map[int64]time.Time{},
-		rw: &writable{record: recordPath, recorded: -1}}
+	im := &Image{src: src, opts: opts, cache: f, direct: directio.Open(f), have: have, inflight: map[int64]*fetch{},
+		gaveUp: map[int64]time.Time{}, rw: &writable{record: recordPath, recorded: -1}}
 	for i := range src.NumBlocks() {
 		if src.IsZero(i) {
 			im.have[i] = true
