@@ -85,6 +85,10 @@ type Image struct {
 	marked      int64               // blocks marked in have
 	markedBytes int64               // their bytes
 
+	// demand counts the reads and partial writes waiting for an unmarked
+	// block: hydration starts no fetch while there are (yield).
+	demand atomic.Int64
+
 	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64
 	dataBlocks                                            int64
 
@@ -208,6 +212,11 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 // ensure returns once block i is in the cache, fetching it or waiting for
 // the reader already fetching it.
 func (im *Image) ensure(ctx context.Context, i int64) error {
+	if im.isMarked(i) {
+		return nil
+	}
+	im.demand.Add(1)
+	defer im.demand.Add(-1)
 	until := time.Now().Add(im.opts.RetryFor)
 	return im.underBlock(ctx, i, func() error {
 		// The leader's fetch is not bound to its own reader's context: the
@@ -215,6 +224,13 @@ func (im *Image) ensure(ctx context.Context, i int64) error {
 		// gives up.
 		return im.fetchRetrying(context.WithoutCancel(ctx), i, until)
 	})
+}
+
+// isMarked reports whether block i is in the cache.
+func (im *Image) isMarked(i int64) bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.have[i]
 }
 
 // underBlock returns once block i is marked in the cache: at once if it

@@ -142,6 +142,8 @@ func (im *Image) writeIn(ctx context.Context, i int64, part []byte, pos int64) e
 		err := im.underBlock(ctx, i, func() error {
 			wrote = true
 			if !whole {
+				im.demand.Add(1)
+				defer im.demand.Add(-1)
 				// Fetched whatever the writer's interruption: its waiters want it.
 				if err := im.fetchRetrying(context.WithoutCancel(ctx), i, until); err != nil {
 					return err
