@@ -237,6 +237,13 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	} else if err != nil {
 		return nil, volumeError("look up volume", err)
 	}
+	// The name's lock too: a CreateVolume retry of the name (which holds
+	// it) must not resume a restore or hydration that this call stops.
+	unlockName, err := lock(d.vols, volumeNameLock(lv.Name))
+	if err != nil {
+		return nil, volumeError("", err)
+	}
+	defer unlockName()
 	// Checked first: a staged instant restore keeps hydrating.
 	if err := d.checkNotAttached(ctx, lv.ID); err != nil {
 		return nil, volumeError("", err)

@@ -18,7 +18,7 @@ import "github.com/chainvol/chainvol/pkg/volume"
 // volume.Manager.TakeSnapshot's (pkg/volume), after snapshotNameLock.
 var rpcLocks = map[string][]string{
 	"Controller.CreateVolume":           {"volumeNameLock"},
-	"Controller.DeleteVolume":           {"lvolLock"},
+	"Controller.DeleteVolume":           {"lvolLock", "volumeNameLock"},
 	"Controller.ControllerExpandVolume": {"lvolLock"},
 	"Controller.CreateSnapshot":         {"snapshotNameLock"},
 	"Controller.DeleteSnapshot":         {"lvolLock"},
