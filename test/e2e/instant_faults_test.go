@@ -1,11 +1,19 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+
+	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/s3chain"
 
 	"github.com/chainvol/chainvol/internal/csitest"
 )
@@ -29,8 +37,8 @@ func startInstantFS(t *testing.T, name string) instantFS {
 	p := stagePublish(t, f.n.Node, src.GetVolumeId(), mountCap("ext4"))
 	writeTree(t, p.Path, 7, 24*mib)
 	f.want = hashTree(t, p.Path)
+	unpublishUnstage(t, p) // a clean journal: a reader-only stage needs no replay
 	f.id = backup(t, f.n.Ctrl, src.GetVolumeId(), name+"-b1", "")
-	unpublishUnstage(t, p)
 	return f
 }
 
@@ -87,4 +95,244 @@ func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	c := stagePublish(t, f.n.Node, volID, mountCap("ext4"))
 	sameTree(t, "stage after both unstaged", c.Path, f.want)
 	unpublishUnstage(t, c)
+}
+
+// readerCap is a SINGLE_NODE_READER_ONLY mount capability of fsType.
+func readerCap(fsType string) *csi.VolumeCapability {
+	c := mountCap(fsType)
+	c.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
+	return c
+}
+
+// TestInstantReaderOnlyWhileHydrating: an instant restore claimed
+// reader-only is staged over its image on a read-only loop device,
+// mounted read-only (a write is EROFS), and its files read with the
+// source's sha256 while it hydrates; once hydrated and unstaged nothing of
+// the image is left, and a new stage on the data file reads the same.
+func TestInstantReaderOnlyWhileHydrating(t *testing.T) {
+	f := startInstantFS(t, "ro-src")
+	f.proxy.setDelay(300 * time.Millisecond)
+	volID := f.restore(t, "ro", readerCap("ext4"))
+	p := stagePublish(t, f.n.Node, volID, readerCap("ext4"))
+	if !hydrating(t, f.n, volID) {
+		t.Fatal("reader-only instant restore already hydrated: the test proves nothing")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p.Path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		t.Errorf("reader-only stage of a hydrating volume is mounted read-write (flags %#x)", st.Flags)
+	}
+	if err := os.WriteFile(filepath.Join(p.Path, "x"), []byte("x"), 0o600); !errors.Is(err, unix.EROFS) {
+		t.Errorf("write to a reader-only stage: %v, want EROFS", err)
+	}
+	sameTree(t, "reader-only stage while hydrating", p.Path, f.want)
+	f.proxy.setDelay(0)
+	awaitReady(t, f.n, volID)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, f.n, volID)
+	p = stagePublish(t, f.n.Node, volID, readerCap("ext4"))
+	sameTree(t, "reader-only stage after hydration", p.Path, f.want)
+	unpublishUnstage(t, p)
+}
+
+// TestInstantStageOverKilledDriversImage: the driver is killed while a
+// hydrating volume is staged over its FUSE file; the next driver refuses a
+// NodeStageVolume (the kubelet's retry at the same path) with
+// FailedPrecondition rather than answering OK over the dead loop device,
+// and once the dead stage is unstaged a new stage reads the backup.
+func TestInstantStageOverKilledDriversImage(t *testing.T) {
+	const size = 256 * mib
+	r := startRestartRig(t, "inst-dead-src", size)
+	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-dead-b1", "")
+	resp, err := r.first.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-dead", id, size, blockCap()))
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	r.proxy.setDelay(700 * time.Millisecond)
+	p := stagePublish(t, r.first.Node, volID, blockCap())
+	r.first.kill()
+	r.proxy.setDelay(0)
+	second := r.restart(t)
+	_, err = second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
+		VolumeId: volID, StagingTargetPath: p.staging, VolumeCapability: blockCap()})
+	wantCode(t, "NodeStageVolume over a killed driver's instant image", err, codes.FailedPrecondition, "unstage")
+	p.node = second.Node
+	unpublishUnstage(t, p)
+	rp := stagePublish(t, second.Node, volID, blockCap())
+	readsBackup(t, rp.Path, expectedImage(t, size), 0, size)
+	awaitReady(t, second, volID)
+	unpublishUnstage(t, rp)
+	noInstantLeft(t, second, volID)
+}
+
+// TestInstantCorruptBlock: a block object of the backup corrupted in the
+// target: a read of it through the staged image fails (EIO) and every
+// other read returns the backup's bytes, never others; the hydration job
+// ends and the health says HydrationFailed; the volume stays hydrating
+// (a snapshot is Unavailable); unstaged, it is deleted leaving nothing.
+func TestInstantCorruptBlock(t *testing.T) {
+	const size = 256 * mib
+	n := startDriver(t, "node-a", noLocalBase)
+	offsets := []int64{0, 64 * mib, 160 * mib}
+	id, _ := blockBackup(t, n, "inst-bad-src", size, offsets, int(16*mib))
+	want := deviceBytes(t, size, 5, offsets, int(16*mib))
+	_, chain, _ := splitBackupID(t, id)
+	flipByte(t, largestFile(t, filepath.Join(n.Opts.StateDir, "backups", filepath.FromSlash(s3chain.BlockPrefix(chain)))))
+
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-bad", id, size, blockCap()))
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	p := stagePublish(t, n.Node, volID, blockCap())
+	if bad := readsBackupOrEIO(t, p.Path, want); bad == 0 {
+		t.Fatal("no read of the staged image failed, though a block object is corrupt")
+	}
+	awaitHealth(t, n, volID, "HydrationFailed")
+	_, err = n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "inst-bad-snap", SourceVolumeId: volID})
+	wantCode(t, "snapshot of a volume whose hydration failed", err, codes.Unavailable, "hydrat")
+	unpublishUnstage(t, p)
+	if _, err := n.Ctrl.DeleteVolume(rpcCtx(t), &csi.DeleteVolumeRequest{VolumeId: volID}); err != nil {
+		t.Fatalf("DeleteVolume: %v", err)
+	}
+	noInstantLeft(t, n, volID)
+}
+
+// readsBackupOrEIO reads device dev in 1 MiB reads (O_DIRECT: no
+// readahead spreads a failure over its neighbours) and fails the test on
+// any read that returns bytes other than want's or an error other than
+// EIO; it returns how many reads were EIO.
+func readsBackupOrEIO(t *testing.T, dev string, want []byte) (eio int) {
+	t.Helper()
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	buf, err := unix.Mmap(-1, 0, int(mib), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil { // page-aligned, as O_DIRECT wants
+		t.Fatal(err)
+	}
+	defer unix.Munmap(buf)
+	for off := int64(0); off < int64(len(want)); off += mib {
+		_, err := unix.Pread(fd, buf, off)
+		switch {
+		case errors.Is(err, unix.EIO):
+			eio++
+		case err != nil:
+			t.Fatalf("read %s at %d: %v, want the backup's bytes or EIO", dev, off, err)
+		case string(buf) != string(want[off:off+mib]):
+			t.Fatalf("read %s at %d: bytes other than the backup's", dev, off)
+		}
+	}
+	t.Logf("%d of %d reads failed with EIO", eio, int64(len(want))/mib)
+	return eio
+}
+
+// awaitHealth waits up to a minute for volume id's node health to report
+// reason.
+func awaitHealth(t *testing.T, n *csitest.Node, id, reason string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		h, err := n.Node.NodeGetVolumeHealth(rpcCtx(t), &csi.NodeGetVolumeHealthRequest{VolumeId: id})
+		if err != nil {
+			t.Fatalf("health of %s: %v", id, err)
+		}
+		for _, e := range h.GetVolumeHealth().GetHealthStatuses() {
+			if e.GetReason() == reason {
+				t.Logf("health of %s: %s: %s", id, reason, e.GetMessage())
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health of %s never said %s: %v", id, reason, h.GetVolumeHealth())
+		}
+	}
+}
+
+// deviceBytes is what writeDevice with seed, offsets and n writes over a
+// blank device of size bytes.
+func deviceBytes(t *testing.T, size int64, seed uint64, offsets []int64, n int) []byte {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "expected")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(f, size); err != nil {
+		t.Fatal(err)
+	}
+	writeDevice(t, f, seed, offsets, n)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestInstantRetryAndDeleteRightAway: a CreateVolume retried many times
+// while the volume hydrates and is written answers the same volume and
+// starts nothing twice (its bytes after hydration are the backup's and the
+// write); an instant restore deleted right after CreateVolume answered
+// (no stage) leaves nothing, however soon.
+func TestInstantRetryAndDeleteRightAway(t *testing.T) {
+	const size = 256 * mib
+	s3 := startS3(t)
+	proxy := startSlowProxy(t, s3.srv.Endpoint)
+	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	offsets := []int64{0, 64 * mib, 160 * mib}
+	id, _ := blockBackup(t, n, "inst-retry-src", size, offsets, int(16*mib))
+	want := deviceBytes(t, size, 5, offsets, int(16*mib))
+	proxy.setDelay(200 * time.Millisecond)
+
+	for i, wait := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 300 * time.Millisecond} {
+		resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-gone-"+itoa(i), id, size, blockCap()))
+		if err != nil {
+			t.Fatalf("instant CreateVolume: %v", err)
+		}
+		time.Sleep(wait)
+		gone := resp.GetVolume().GetVolumeId()
+		if _, err := n.Ctrl.DeleteVolume(rpcCtx(t), &csi.DeleteVolumeRequest{VolumeId: gone}); err != nil {
+			t.Fatalf("DeleteVolume %v after CreateVolume: %v", wait, err)
+		}
+		noInstantLeft(t, n, gone)
+	}
+	onlyVolumes(t, n, volumeNamed(t, n, "inst-retry-src"))
+
+	req := instantReq("inst-retry", id, size, blockCap())
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), req)
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	p := stagePublish(t, n.Node, volID, blockCap())
+	patch := make([]byte, 3*mib)
+	_, _ = rand.Read(patch)
+	writeSyncedAt(t, p.Path, patch, 63*mib) // over the start of a data stretch
+	copy(want[63*mib:], patch)
+	for hydrating(t, n, volID) {
+		again, err := n.Ctrl.CreateVolume(rpcCtx(t), req)
+		if err != nil || again.GetVolume().GetVolumeId() != volID {
+			t.Fatalf("CreateVolume retried during hydration: %v, %v, want volume %s", again.GetVolume(), err, volID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	readsBackup(t, p.Path, want, 0, size)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, n, volID)
+	p = stagePublish(t, n.Node, volID, blockCap())
+	readsBackup(t, p.Path, want, 0, size)
+	unpublishUnstage(t, p)
+}
+
+// volumeNamed returns the id of the volume called name on n's pool.
+func volumeNamed(t *testing.T, n *csitest.Node, name string) string {
+	t.Helper()
+	lv, err := n.Pool.GetByName(rpcCtx(t), backend.KindVolume, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lv.ID
 }
