@@ -192,6 +192,12 @@ func noInstantLeft(t *testing.T, n *csitest.Node, id string) {
 	if bytes.Contains(mounts, []byte(dir)) {
 		t.Errorf("instant image of %s still mounted at %s", id, dir)
 	}
+	backing, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, b := range backing {
+		if f, err := os.ReadFile(b); err == nil && strings.HasPrefix(string(f), dir+"/") {
+			t.Errorf("a loop device is still over the instant image of %s: %s", id, b)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(n.Opts.StateDir, "hydration", id+".bits")); !os.IsNotExist(err) {
 		t.Errorf("hydration record of %s still there: %v", id, err)
 	}
