@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/driver"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 
 	"github.com/chainvol/chainvol/internal/csitest"
@@ -233,22 +236,17 @@ func readsBackupOrEIO(t *testing.T, dev string, want []byte) (eio int) {
 }
 
 // awaitHealth waits up to a minute for volume id's node health to report
-// reason.
+// reason (Hydrating, HydrationFailed).
 func awaitHealth(t *testing.T, n *csitest.Node, id, reason string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		h, err := n.Node.NodeGetVolumeHealth(rpcCtx(t), &csi.NodeGetVolumeHealthRequest{VolumeId: id})
-		if err != nil {
-			t.Fatalf("health of %s: %v", id, err)
-		}
-		for _, e := range h.GetVolumeHealth().GetHealthStatuses() {
-			if e.GetReason() == reason {
-				t.Logf("health of %s: %s: %s", id, reason, e.GetMessage())
-				return
-			}
+		h := hydrationState(t, n, id)
+		if strings.HasPrefix(h, reason+": ") {
+			t.Logf("health of %s: %s", id, h)
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("health of %s never said %s: %v", id, reason, h.GetVolumeHealth())
+			t.Fatalf("health of %s never said %s: %q", id, reason, h)
 		}
 	}
 }
@@ -335,4 +333,77 @@ func volumeNamed(t *testing.T, n *csitest.Node, name string) string {
 		t.Fatal(err)
 	}
 	return lv.ID
+}
+
+// TestInstantPoolFull: the pool fills up (another writer takes all its
+// space) while an instant restore hydrates: its hydration cannot write the
+// data file (ENOSPC); reads of the staged image return the backup's bytes
+// or EIO, never others, and the health still says Hydrating; once the
+// space is given back the hydration goes on by itself and ends (no driver
+// restart, no CreateVolume retry: the CO sent its last one long ago), and
+// the volume holds the backup.
+func TestInstantPoolFull(t *testing.T) {
+	const size = 256 * mib
+	s3 := startS3(t)
+	proxy := startOutageProxy(t, s3.srv.Endpoint)
+	fs := testutil.LoopFS(t, "xfs", 1<<30)
+	n := csitest.Start(t, "node-a", filepath.Join(fs, "pool"), func(o *driver.Options) {
+		s3.opts(s3.url(proxy.Addr))(o)
+		o.PoolReserveBytes = 64 * mib
+		o.NoLocalBase = true
+	})
+	offsets := []int64{0, 64 * mib, 128 * mib, 192 * mib}
+	id, _ := blockBackup(t, n, "full-src", size, offsets, int(40*mib))
+	want := deviceBytes(t, size, 5, offsets, int(40*mib))
+	deleteVolume(t, n, volumeNamed(t, n, "full-src"))
+	unix.Sync()
+
+	proxy.getDelay.Store(int64(200 * time.Millisecond))
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("full", id, size, blockCap()))
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	p := stagePublish(t, n.Node, volID, blockCap())
+	filler := filepath.Join(fs, "filler")
+	if err := fill(t, filler, statfsAvail(t, fs)-4*mib); err != nil {
+		t.Fatal(err)
+	}
+	proxy.getDelay.Store(0)
+	time.Sleep(2 * time.Second) // hydration runs into the full pool
+	if readsBackupOrEIO(t, p.Path, want) == 0 {
+		t.Fatal("no read failed in a full pool: the test proves nothing")
+	}
+	awaitHealth(t, n, volID, "Hydrating")
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	unix.Sync()
+	start := time.Now()
+	for deadline := start.Add(40 * time.Second); hydrationState(t, n, volID) != ""; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("space given back 40 s ago, and the volume still hydrating: %s", hydrationState(t, n, volID))
+		}
+	}
+	t.Logf("hydrated %v after the space came back", time.Since(start).Round(100*time.Millisecond))
+	readsBackup(t, p.Path, want, 0, size)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, n, volID)
+}
+
+// hydrationState is the reason (Hydrating, HydrationFailed) and message of
+// volume id's hydration in its node health, "" when it has none.
+func hydrationState(t *testing.T, n *csitest.Node, id string) string {
+	t.Helper()
+	h, err := n.Node.NodeGetVolumeHealth(rpcCtx(t), &csi.NodeGetVolumeHealthRequest{VolumeId: id})
+	if err != nil {
+		t.Fatalf("health of %s: %v", id, err)
+	}
+	for _, e := range h.GetVolumeHealth().GetHealthStatuses() {
+		if r := e.GetReason(); r == "Hydrating" || r == "HydrationFailed" {
+			return r + ": " + e.GetMessage()
+		}
+	}
+	return ""
 }
