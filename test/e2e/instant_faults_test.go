@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"errors"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -406,4 +407,109 @@ func hydrationState(t *testing.T, n *csitest.Node, id string) string {
 		}
 	}
 	return ""
+}
+
+// TestInstantRestageAcrossReady: a volume staged, read, written (fsync)
+// and unstaged over and over while its hydration ends, so that stages and
+// unstages meet the flip to ready at every point: each read returns the
+// backup + the writes before it, each stage is on the image while
+// hydrating, and on the data file once ready and unstaged; nothing of the
+// image is left, and the volume then holds the backup + every write.
+func TestInstantRestageAcrossReady(t *testing.T) {
+	const size = 256 * mib
+	s3 := startS3(t)
+	proxy := startSlowProxy(t, s3.srv.Endpoint)
+	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	offsets := []int64{0, 64 * mib, 160 * mib}
+	id, _ := blockBackup(t, n, "restage-src", size, offsets, int(32*mib))
+	want := deviceBytes(t, size, 5, offsets, int(32*mib))
+	proxy.setDelay(150 * time.Millisecond)
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("restage", id, size, blockCap()))
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	onImage, after := 0, 0
+	for i := 0; after < 3; i++ {
+		wasHydrating := hydrating(t, n, volID)
+		p := stagePublish(t, n.Node, volID, blockCap())
+		staged := loopBacking(t, p.Path)
+		if strings.Contains(staged, "/instant/") {
+			onImage++
+		} else if wasHydrating {
+			t.Logf("stage %d on the data file: hydration ended during it", i)
+		}
+		off := int64(rng.IntN(int(size/mib)-4)) * mib
+		readsBackup(t, p.Path, want, off, 4*mib)
+		patch := make([]byte, 64*1024)
+		_, _ = rand.Read(patch)
+		at := int64(rng.IntN(int(size/4096)-16)) * 4096
+		writeSyncedAt(t, p.Path, patch, at)
+		copy(want[at:], patch)
+		unpublishUnstage(t, p)
+		if !hydrating(t, n, volID) {
+			after++
+			if strings.Contains(staged, "/instant/") && after > 1 {
+				t.Fatalf("stage %d of a hydrated, unstaged volume on its image %s", i, staged)
+			}
+		}
+	}
+	t.Logf("%d stages on the image before hydration ended", onImage)
+	noInstantLeft(t, n, volID)
+	p := stagePublish(t, n.Node, volID, blockCap())
+	readsBackup(t, p.Path, want, 0, size)
+	unpublishUnstage(t, p)
+}
+
+// loopBacking is the backing file of the loop device that block device
+// path (a published raw block volume) is.
+func loopBacking(t *testing.T, path string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := filepath.Base(resolveDevice(t, st.Rdev))
+	b, err := os.ReadFile(filepath.Join("/sys/block", dev, "loop", "backing_file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestInstantOutageWhileStaged: the target goes away for 3 s while a
+// hydrating volume is staged: a read of a block not fetched yet waits for
+// it and returns the backup's bytes (never zeros, never an error), and
+// hydration resumes by itself and ends with the backup's bytes.
+func TestInstantOutageWhileStaged(t *testing.T) {
+	const size = 256 * mib
+	s3 := startS3(t)
+	proxy := startOutageProxy(t, s3.srv.Endpoint)
+	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	offsets := []int64{0, 64 * mib, 224 * mib}
+	id, _ := blockBackup(t, n, "outage-src", size, offsets, int(32*mib))
+	want := deviceBytes(t, size, 5, offsets, int(32*mib))
+	proxy.getDelay.Store(int64(150 * time.Millisecond))
+	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("outage", id, size, blockCap()))
+	if err != nil {
+		t.Fatalf("instant CreateVolume: %v", err)
+	}
+	volID := resp.GetVolume().GetVolumeId()
+	p := stagePublish(t, n.Node, volID, blockCap())
+	readsBackup(t, p.Path, want, 0, mib) // the image is open
+	back := proxy.outage(3 * time.Second)
+	start := time.Now()
+	readsBackup(t, p.Path, want, 240*mib, 2*mib) // the last stretch: fetched last
+	waited := time.Since(start)
+	<-back
+	t.Logf("read of an unfetched block in a 3 s outage took %v", waited.Round(10*time.Millisecond))
+	if waited < 2*time.Second {
+		t.Errorf("read of an unfetched block returned after %v of a 3 s outage: it was fetched already, the test proves nothing", waited)
+	}
+	proxy.getDelay.Store(0)
+	awaitReady(t, n, volID)
+	readsBackup(t, p.Path, want, 0, size)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, n, volID)
 }
