@@ -81,11 +81,14 @@ func (m *Manager) ResumeHydrations(ctx context.Context) error {
 }
 
 // startHydration runs (or finds running) the hydration job of lv; a job
-// that ended in failure is started again.
+// that ended in failure is started again, but not one that was cancelled:
+// that is DeleteVolume's StopJob waiting for it to end (or the driver's
+// shutdown), and a job started again there would hydrate a volume being
+// deleted (TestInstantRetryDuringDelete). StopJob forgets it once ended.
 func (m *Manager) startHydration(lv backend.LVol, ref backupid.Ref, secrets map[string]string, repo *s3chain.Repo) *Job {
 	key := RestoreKey(lv.Name)
 	if j := m.jobs.get(key); j != nil {
-		if done, err := j.Finished(); done && err != nil {
+		if done, err := j.Finished(); done && err != nil && !errors.Is(err, context.Canceled) {
 			m.ForgetJob(key)
 		}
 	}
