@@ -51,7 +51,22 @@ func startInstantFS(t *testing.T, name string) instantFS {
 // returns its volume id.
 func (f instantFS) restore(t *testing.T, name string, c *csi.VolumeCapability) string {
 	t.Helper()
-	resp, err := f.n.Ctrl.CreateVolume(rpcCtx(t), instantReq(name, f.id, volSize, c))
+	return createInstant(t, f.n.Ctrl, name, f.id, volSize, c)
+}
+
+// slowDriver is a driver with no local restore base whose target,
+// versitygw, is behind a slow proxy.
+func slowDriver(t *testing.T) (*csitest.Node, *slowProxy) {
+	s3 := startS3(t)
+	proxy := startSlowProxy(t, s3.srv.Endpoint)
+	return startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase)), proxy
+}
+
+// createInstant asks ctrl for the instant restore called name of backup
+// id and returns its volume id.
+func createInstant(t *testing.T, ctrl csi.ControllerClient, name, id string, size int64, c *csi.VolumeCapability) string {
+	t.Helper()
+	resp, err := ctrl.CreateVolume(rpcCtx(t), instantReq(name, id, size, c))
 	if err != nil {
 		t.Fatalf("instant CreateVolume %s: %v", name, err)
 	}
@@ -151,17 +166,13 @@ func TestInstantStageOverKilledDriversImage(t *testing.T) {
 	const size = 256 * mib
 	r := startRestartRig(t, "inst-dead-src", size)
 	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-dead-b1", "")
-	resp, err := r.first.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-dead", id, size, blockCap()))
-	if err != nil {
-		t.Fatalf("instant CreateVolume: %v", err)
-	}
-	volID := resp.GetVolume().GetVolumeId()
+	volID := createInstant(t, r.first.Ctrl, "inst-dead", id, size, blockCap())
 	r.proxy.setDelay(700 * time.Millisecond)
 	p := stagePublish(t, r.first.Node, volID, blockCap())
 	r.first.kill()
 	r.proxy.setDelay(0)
 	second := r.restart(t)
-	_, err = second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
+	_, err := second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
 		VolumeId: volID, StagingTargetPath: p.staging, VolumeCapability: blockCap()})
 	wantCode(t, "NodeStageVolume over a killed driver's instant image", err, codes.FailedPrecondition, "unstage")
 	p.node = second.Node
@@ -182,22 +193,17 @@ func TestInstantCorruptBlock(t *testing.T) {
 	const size = 256 * mib
 	n := startDriver(t, "node-a", noLocalBase)
 	offsets := []int64{0, 64 * mib, 160 * mib}
-	id, _ := blockBackup(t, n, "inst-bad-src", size, offsets, int(16*mib))
-	want := deviceBytes(t, size, 5, offsets, int(16*mib))
+	id, want := blockBackupBytes(t, n, "inst-bad-src", offsets, 16*mib)
 	_, chain, _ := splitBackupID(t, id)
 	flipByte(t, largestFile(t, filepath.Join(n.Opts.StateDir, "backups", filepath.FromSlash(s3chain.BlockPrefix(chain)))))
 
-	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-bad", id, size, blockCap()))
-	if err != nil {
-		t.Fatalf("instant CreateVolume: %v", err)
-	}
-	volID := resp.GetVolume().GetVolumeId()
+	volID := createInstant(t, n.Ctrl, "inst-bad", id, size, blockCap())
 	p := stagePublish(t, n.Node, volID, blockCap())
 	if bad := readsBackupOrEIO(t, p.Path, want); bad == 0 {
 		t.Fatal("no read of the staged image failed, though a block object is corrupt")
 	}
 	awaitHealth(t, n, volID, "HydrationFailed")
-	_, err = n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "inst-bad-snap", SourceVolumeId: volID})
+	_, err := n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "inst-bad-snap", SourceVolumeId: volID})
 	wantCode(t, "snapshot of a volume whose hydration failed", err, codes.Unavailable, "hydrat")
 	unpublishUnstage(t, p)
 	if _, err := n.Ctrl.DeleteVolume(rpcCtx(t), &csi.DeleteVolumeRequest{VolumeId: volID}); err != nil {
@@ -253,6 +259,14 @@ func awaitHealth(t *testing.T, n *csitest.Node, id, reason string) {
 	}
 }
 
+// blockBackupBytes is blockBackup of a volume of 256 MiB with chunk bytes
+// at each offset, returning its snapshot id and its bytes.
+func blockBackupBytes(t *testing.T, n *csitest.Node, name string, offsets []int64, chunk int64) (string, []byte) {
+	t.Helper()
+	id, _ := blockBackup(t, n, name, 256*mib, offsets, int(chunk))
+	return id, deviceBytes(t, 256*mib, 5, offsets, int(chunk))
+}
+
 // deviceBytes is what writeDevice with seed, offsets and n writes over a
 // blank device of size bytes.
 func deviceBytes(t *testing.T, size int64, seed uint64, offsets []int64, n int) []byte {
@@ -279,12 +293,9 @@ func deviceBytes(t *testing.T, size int64, seed uint64, offsets []int64, n int) 
 // (no stage) leaves nothing, however soon.
 func TestInstantRetryAndDeleteRightAway(t *testing.T) {
 	const size = 256 * mib
-	s3 := startS3(t)
-	proxy := startSlowProxy(t, s3.srv.Endpoint)
-	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	n, proxy := slowDriver(t)
 	offsets := []int64{0, 64 * mib, 160 * mib}
-	id, _ := blockBackup(t, n, "inst-retry-src", size, offsets, int(16*mib))
-	want := deviceBytes(t, size, 5, offsets, int(16*mib))
+	id, want := blockBackupBytes(t, n, "inst-retry-src", offsets, 16*mib)
 	proxy.setDelay(200 * time.Millisecond)
 
 	for i, wait := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 300 * time.Millisecond} {
@@ -355,17 +366,12 @@ func TestInstantPoolFull(t *testing.T) {
 		o.NoLocalBase = true
 	})
 	offsets := []int64{0, 64 * mib, 128 * mib, 192 * mib}
-	id, _ := blockBackup(t, n, "full-src", size, offsets, int(40*mib))
-	want := deviceBytes(t, size, 5, offsets, int(40*mib))
+	id, want := blockBackupBytes(t, n, "full-src", offsets, 40*mib)
 	deleteVolume(t, n, volumeNamed(t, n, "full-src"))
 	unix.Sync()
 
 	proxy.getDelay.Store(int64(200 * time.Millisecond))
-	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("full", id, size, blockCap()))
-	if err != nil {
-		t.Fatalf("instant CreateVolume: %v", err)
-	}
-	volID := resp.GetVolume().GetVolumeId()
+	volID := createInstant(t, n.Ctrl, "full", id, size, blockCap())
 	p := stagePublish(t, n.Node, volID, blockCap())
 	filler := filepath.Join(fs, "filler")
 	if err := fill(t, filler, statfsAvail(t, fs)-4*mib); err != nil {
@@ -418,18 +424,11 @@ func hydrationState(t *testing.T, n *csitest.Node, id string) string {
 // image is left, and the volume then holds the backup + every write.
 func TestInstantRestageAcrossReady(t *testing.T) {
 	const size = 256 * mib
-	s3 := startS3(t)
-	proxy := startSlowProxy(t, s3.srv.Endpoint)
-	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	n, proxy := slowDriver(t)
 	offsets := []int64{0, 64 * mib, 160 * mib}
-	id, _ := blockBackup(t, n, "restage-src", size, offsets, int(32*mib))
-	want := deviceBytes(t, size, 5, offsets, int(32*mib))
+	id, want := blockBackupBytes(t, n, "restage-src", offsets, 32*mib)
 	proxy.setDelay(150 * time.Millisecond)
-	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("restage", id, size, blockCap()))
-	if err != nil {
-		t.Fatalf("instant CreateVolume: %v", err)
-	}
-	volID := resp.GetVolume().GetVolumeId()
+	volID := createInstant(t, n.Ctrl, "restage", id, size, blockCap())
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	onImage, after := 0, 0
 	for i := 0; after < 3; i++ {
@@ -489,14 +488,9 @@ func TestInstantOutageWhileStaged(t *testing.T) {
 	proxy := startOutageProxy(t, s3.srv.Endpoint)
 	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
 	offsets := []int64{0, 64 * mib, 224 * mib}
-	id, _ := blockBackup(t, n, "outage-src", size, offsets, int(32*mib))
-	want := deviceBytes(t, size, 5, offsets, int(32*mib))
+	id, want := blockBackupBytes(t, n, "outage-src", offsets, 32*mib)
 	proxy.getDelay.Store(int64(150 * time.Millisecond))
-	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("outage", id, size, blockCap()))
-	if err != nil {
-		t.Fatalf("instant CreateVolume: %v", err)
-	}
-	volID := resp.GetVolume().GetVolumeId()
+	volID := createInstant(t, n.Ctrl, "outage", id, size, blockCap())
 	p := stagePublish(t, n.Node, volID, blockCap())
 	readsBackup(t, p.Path, want, 0, mib) // the image is open
 	back := proxy.outage(3 * time.Second)
@@ -538,9 +532,7 @@ func TestInstantRetryDuringDelete(t *testing.T) {
 		t.Skip("known defect: DeleteVolume does not take the volume name's lock (knownDeleteRetryRace)")
 	}
 	const size = 256 * mib
-	s3 := startS3(t)
-	proxy := startSlowProxy(t, s3.srv.Endpoint)
-	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
+	n, proxy := slowDriver(t)
 	offsets := []int64{0, 64 * mib, 160 * mib}
 	id, _ := blockBackup(t, n, "race-src", size, offsets, int(16*mib))
 	proxy.setDelay(100 * time.Millisecond)
