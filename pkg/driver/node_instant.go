@@ -194,7 +194,7 @@ func (d *core) hydrationHealth(lv backend.LVol) []*csi.VolumeHealth_VolumeHealth
 			fmt.Sprintf("volume %s is restored instantly from %s and its hydration has not started on this node yet", id, volume.Of(lv).RestoreRef))}
 	case err != nil:
 		return []*csi.VolumeHealth_VolumeHealthEntry{healthEntry(csi.VolumeHealthErrorType_DEGRADED, "HydrationFailed",
-			fmt.Sprintf("hydration of volume %s stopped: %v; reads of blocks not fetched yet fail until it resumes (driver restart)", id, err))}
+			fmt.Sprintf("hydration of volume %s stopped: %v; reads of the block it could not fetch fail (EIO), other blocks are still fetched when read; it starts again when the driver restarts", id, err))}
 	}
 	pct := 0.0
 	if total > 0 {

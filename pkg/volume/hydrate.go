@@ -100,7 +100,7 @@ func (m *Manager) startHydration(lv backend.LVol, ref backupid.Ref, secrets map[
 			return err
 		}
 		if err != nil {
-			klog.ErrorS(err, "hydration failed; the volume stays hydrating, blocks not fetched yet fail their reads, and it resumes when the driver restarts or the claim is created again", "volume", lv.ID, "backup", ref.String())
+			klog.ErrorS(err, "hydration failed; the volume stays hydrating, reads of the block it could not fetch fail (others are fetched when read), and it starts again when the driver restarts or the claim is created again", "volume", lv.ID, "backup", ref.String())
 		}
 		if m.cfg.Observer != nil {
 			m.cfg.Observer.RestoreDone(j, lv, err)

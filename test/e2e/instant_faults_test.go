@@ -185,9 +185,10 @@ func TestInstantStageOverKilledDriversImage(t *testing.T) {
 }
 
 // TestInstantCorruptBlock: a block object of the backup corrupted in the
-// target: a read of it through the staged image fails (EIO) and every
-// other read returns the backup's bytes, never others; the hydration job
-// ends and the health says HydrationFailed; the volume stays hydrating
+// target: the hydration job ends and the health says HydrationFailed; a
+// read of that block through the staged image fails (EIO) and every other
+// read returns the backup's bytes, never others, also of blocks the job
+// had not fetched when it ended; the volume stays hydrating
 // (a snapshot is Unavailable); unstaged, it is deleted leaving nothing.
 func TestInstantCorruptBlock(t *testing.T) {
 	const size = 256 * mib
@@ -199,10 +200,14 @@ func TestInstantCorruptBlock(t *testing.T) {
 
 	volID := createInstant(t, n.Ctrl, "inst-bad", id, size, blockCap())
 	p := stagePublish(t, n.Node, volID, blockCap())
-	if bad := readsBackupOrEIO(t, p.Path, want); bad == 0 {
-		t.Fatal("no read of the staged image failed, though a block object is corrupt")
-	}
 	awaitHealth(t, n, volID, "HydrationFailed")
+	if h := hydrationState(t, n, volID); strings.Contains(h, "not fetched yet fail") {
+		t.Errorf("health says reads of every block not fetched yet fail, but only the corrupt one's do: %s", h)
+	}
+	// After the job ended: the blocks it left are fetched by the reads.
+	if bad := readsBackupOrEIO(t, p.Path, want); bad == 0 || bad > 4 {
+		t.Fatalf("%d reads of 1 MiB failed, want those of the one corrupt block (1 to 4 MiB)", bad)
+	}
 	_, err := n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "inst-bad-snap", SourceVolumeId: volID})
 	wantCode(t, "snapshot of a volume whose hydration failed", err, codes.Unavailable, "hydrat")
 	unpublishUnstage(t, p)
