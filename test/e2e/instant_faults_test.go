@@ -83,8 +83,10 @@ func stagedDevice(t *testing.T, path string) uint64 {
 	return st.Dev
 }
 
-// TestInstantStageAfterReadyWhileStaged: a volume staged over its instant
-// image stays there when hydration ends (no live switch). Then the
+// TestInstantStageAfterReadyWhileStaged: a hydrating volume staged at two
+// paths is on one device, and unstaging one leaves the other working. A
+// volume staged over its instant image stays there when hydration ends
+// (no live switch). Then the
 // kubelet's retry of NodeStageVolume at the same path is OK, and a stage
 // at a second path mounts the same device: never a second loop device
 // over the data file, which would mount one ext4 twice through two
@@ -95,6 +97,12 @@ func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	volID := f.restore(t, "twice", mountCap("ext4"))
 	a := stagePublish(t, f.n.Node, volID, mountCap("ext4"))
 	f.want["written"] = writeSynced(t, a.Path+"/written", int(2*mib))
+	c := stagePublish(t, f.n.Node, volID, mountCap("ext4")) // while hydrating
+	if da, dc := stagedDevice(t, a.staging), stagedDevice(t, c.staging); da != dc {
+		t.Fatalf("two stages of a hydrating volume on two devices (%s, %s)", stagedBacking(t, a), stagedBacking(t, c))
+	}
+	unpublishUnstage(t, c) // a stays staged, and its image served
+	sameTree(t, "first stage after the second's unstage", a.Path, f.want)
 	f.proxy.setDelay(0)
 	awaitReady(t, f.n, volID)
 
@@ -112,7 +120,7 @@ func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	unpublishUnstage(t, b)
 	unpublishUnstage(t, a)
 	noInstantLeft(t, f.n, volID)
-	c := stagePublish(t, f.n.Node, volID, mountCap("ext4"))
+	c = stagePublish(t, f.n.Node, volID, mountCap("ext4"))
 	sameTree(t, "stage after both unstaged", c.Path, f.want)
 	unpublishUnstage(t, c)
 }
@@ -600,4 +608,43 @@ func deleteRetrying(t *testing.T, n *csitest.Node, id string) {
 			return
 		}
 	}
+}
+
+// TestInstantSnapshotWhileStagedOverImage: once hydrated, a volume still
+// staged over its instant image can be snapshotted (no longer
+// Unavailable), and the snapshot (a reflink of the data file, the
+// filesystem frozen through the image's loop device) holds a file the
+// application wrote just before without fsync: a volume from it has every
+// file of the backup and that one.
+func TestInstantSnapshotWhileStagedOverImage(t *testing.T) {
+	f := startInstantFS(t, "snapimg-src")
+	f.proxy.setDelay(200 * time.Millisecond)
+	volID := f.restore(t, "snapimg", mountCap("ext4"))
+	p := stagePublish(t, f.n.Node, volID, mountCap("ext4"))
+	f.proxy.setDelay(0)
+	awaitReady(t, f.n, volID)
+	if !strings.Contains(stagedBacking(t, p), "/instant/") {
+		t.Fatalf("staged on %s, want the instant image (the test proves nothing)", stagedBacking(t, p))
+	}
+	buf := make([]byte, 3*mib)
+	_, _ = rand.Read(buf)
+	if err := os.WriteFile(filepath.Join(p.Path, "unsynced"), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.want["unsynced"] = hashTree(t, p.Path)["unsynced"]
+	snap, err := f.n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "snapimg-s", SourceVolumeId: volID})
+	if err != nil {
+		t.Fatalf("snapshot of a hydrated volume staged over its image: %v", err)
+	}
+	resp, err := f.n.Ctrl.CreateVolume(rpcCtx(t), &csi.CreateVolumeRequest{Name: "snapimg-copy",
+		CapacityRange: &csi.CapacityRange{RequiredBytes: volSize}, VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")},
+		VolumeContentSource: snapshotSource(snap.GetSnapshot().GetSnapshotId())})
+	if err != nil {
+		t.Fatalf("volume from the snapshot: %v", err)
+	}
+	c := stagePublish(t, f.n.Node, resp.GetVolume().GetVolumeId(), mountCap("ext4"))
+	sameTree(t, "volume from a snapshot taken over the image", c.Path, f.want)
+	unpublishUnstage(t, c)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, f.n, volID)
 }
