@@ -121,12 +121,19 @@ func stagedElsewhere(devs []string) bool {
 // serving its image if it is not served yet; a volume whose hydration has
 // just ended, and that nothing is staged over, keeps tx on its data file.
 // A loop device left over a FUSE file this driver does not serve (a
-// killed driver's: every I/O fails) is ErrInUse: staging on it would
-// answer OK over a dead device, staging beside it mounts the filesystem
-// twice; its unstage clears it.
+// killed driver's: every I/O fails) is ErrInUse while mounted: staging on
+// it would answer OK over a dead device, staging beside it mounts the
+// filesystem twice; its unstage clears it. Mounted nowhere (a stage the
+// kill interrupted, which the kubelet retries and never unstages, or an
+// unpublished block stage) it is detached first.
 func (d *node) serveInstant(ctx context.Context, lv backend.LVol, tx *stageTx) error {
 	if devs := loopsBacking(d.vols.InstantFile(lv.ID)); len(devs) > 0 && !d.vols.ServingInstant(lv.ID) {
-		return volume.Mark(volume.ErrInUse, "volume %s is still staged on %s over the instant image of a driver that has since stopped (its I/O fails); unstage it first, then stage it again", lv.ID, devs[0])
+		if stagedElsewhere(devs) {
+			return volume.Mark(volume.ErrInUse, "volume %s is still staged on %s over the instant image of a driver that has since stopped (its I/O fails); unstage it first, then stage it again", lv.ID, devs[0])
+		}
+		if err := d.detachInstant(ctx, lv.ID); err != nil {
+			return err
+		}
 	}
 	file, err := d.vols.ServeInstant(ctx, lv)
 	if err != nil || file == "" {

@@ -648,3 +648,36 @@ func TestInstantSnapshotWhileStagedOverImage(t *testing.T) {
 	unpublishUnstage(t, p)
 	noInstantLeft(t, f.n, volID)
 }
+
+// TestInstantStageAfterInterruptedStage: the driver is killed with a
+// hydrating block volume staged but not published (as a stage the kill
+// interrupted, which the kubelet retries and never unstages): the next
+// driver's NodeStageVolume at the same path detaches the dead loop device
+// and stages the volume again, and it reads the backup's bytes.
+func TestInstantStageAfterInterruptedStage(t *testing.T) {
+	const size = 256 * mib
+	r := startRestartRig(t, "inst-intr-src", size)
+	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-intr-b1", "")
+	volID := createInstant(t, r.first.Ctrl, "inst-intr", id, size, blockCap())
+	r.proxy.setDelay(700 * time.Millisecond)
+	p := stagePublish(t, r.first.Node, volID, blockCap())
+	if _, err := r.first.Node.NodeUnpublishVolume(rpcCtx(t), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: p.Path}); err != nil {
+		t.Fatal(err)
+	}
+	r.first.kill()
+	r.proxy.setDelay(0)
+	second := r.restart(t)
+	p.node = second.Node
+	if _, err := second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
+		VolumeId: volID, StagingTargetPath: p.staging, VolumeCapability: blockCap()}); err != nil {
+		t.Fatalf("NodeStageVolume retried after the driver was killed: %v", err)
+	}
+	if _, err := second.Node.NodePublishVolume(rpcCtx(t), &csi.NodePublishVolumeRequest{
+		VolumeId: volID, StagingTargetPath: p.staging, TargetPath: p.Path, VolumeCapability: blockCap()}); err != nil {
+		t.Fatalf("NodePublishVolume: %v", err)
+	}
+	readsBackup(t, p.Path, expectedImage(t, size), 0, size)
+	awaitReady(t, second, volID)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, second, volID)
+}
