@@ -172,24 +172,39 @@ func TestInstantReaderOnlyWhileHydrating(t *testing.T) {
 // and once the dead stage is unstaged a new stage reads the backup.
 func TestInstantStageOverKilledDriversImage(t *testing.T) {
 	const size = 256 * mib
-	r := startRestartRig(t, "inst-dead-src", size)
-	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-dead-b1", "")
-	volID := createInstant(t, r.first.Ctrl, "inst-dead", id, size, blockCap())
-	r.proxy.setDelay(700 * time.Millisecond)
-	p := stagePublish(t, r.first.Node, volID, blockCap())
-	r.first.kill()
-	r.proxy.setDelay(0)
-	second := r.restart(t)
+	second, volID, p := killedWhileStaged(t, "inst-dead", size, false)
 	_, err := second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
 		VolumeId: volID, StagingTargetPath: p.staging, VolumeCapability: blockCap()})
 	wantCode(t, "NodeStageVolume over a killed driver's instant image", err, codes.FailedPrecondition, "unstage")
-	p.node = second.Node
 	unpublishUnstage(t, p)
 	rp := stagePublish(t, second.Node, volID, blockCap())
 	readsBackup(t, rp.Path, expectedImage(t, size), 0, size)
 	awaitReady(t, second, volID)
 	unpublishUnstage(t, rp)
 	noInstantLeft(t, second, volID)
+}
+
+// killedWhileStaged is an instant restore of size bytes called name
+// (startRestartRig's source) staged, hydrating slowly, and published
+// unless unpublish, when its driver is killed; it returns the next driver,
+// the volume and its stage (on the next driver).
+func killedWhileStaged(t *testing.T, name string, size int64, unpublish bool) (*csitest.Node, string, *published) {
+	t.Helper()
+	r := startRestartRig(t, name+"-src", size)
+	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), name+"-b1", "")
+	volID := createInstant(t, r.first.Ctrl, name, id, size, blockCap())
+	r.proxy.setDelay(700 * time.Millisecond)
+	p := stagePublish(t, r.first.Node, volID, blockCap())
+	if unpublish {
+		if _, err := r.first.Node.NodeUnpublishVolume(rpcCtx(t), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: p.Path}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.first.kill()
+	r.proxy.setDelay(0)
+	second := r.restart(t)
+	p.node = second.Node
+	return second, volID, p
 }
 
 // TestInstantCorruptBlock: a block object of the backup corrupted in the
@@ -656,18 +671,7 @@ func TestInstantSnapshotWhileStagedOverImage(t *testing.T) {
 // and stages the volume again, and it reads the backup's bytes.
 func TestInstantStageAfterInterruptedStage(t *testing.T) {
 	const size = 256 * mib
-	r := startRestartRig(t, "inst-intr-src", size)
-	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-intr-b1", "")
-	volID := createInstant(t, r.first.Ctrl, "inst-intr", id, size, blockCap())
-	r.proxy.setDelay(700 * time.Millisecond)
-	p := stagePublish(t, r.first.Node, volID, blockCap())
-	if _, err := r.first.Node.NodeUnpublishVolume(rpcCtx(t), &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: p.Path}); err != nil {
-		t.Fatal(err)
-	}
-	r.first.kill()
-	r.proxy.setDelay(0)
-	second := r.restart(t)
-	p.node = second.Node
+	second, volID, p := killedWhileStaged(t, "inst-intr", size, true)
 	if _, err := second.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
 		VolumeId: volID, StagingTargetPath: p.staging, VolumeCapability: blockCap()}); err != nil {
 		t.Fatalf("NodeStageVolume retried after the driver was killed: %v", err)
