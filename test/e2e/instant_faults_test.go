@@ -86,16 +86,29 @@ func stagedDevice(t *testing.T, path string) uint64 {
 // TestInstantStageAfterReadyWhileStaged: a hydrating volume staged at two
 // paths is on one device, and unstaging one leaves the other working. A
 // volume staged over its instant image stays there when hydration ends
-// (no live switch). Then the
+// (no live switch). While hydrating, NodeExpandVolume and a backup are
+// Unavailable; once hydrated the controller expands it, and the node,
+// while it is still over its image, refuses (FailedPrecondition). Then the
 // kubelet's retry of NodeStageVolume at the same path is OK, and a stage
 // at a second path mounts the same device: never a second loop device
 // over the data file, which would mount one ext4 twice through two
 // devices (two journals over one disk: corruption).
 func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	f := startInstantFS(t, "twice-src")
-	f.proxy.setDelay(300 * time.Millisecond)
+	f.proxy.setDelay(time.Second)
 	volID := f.restore(t, "twice", mountCap("ext4"))
 	a := stagePublish(t, f.n.Node, volID, mountCap("ext4"))
+	if !hydrating(t, f.n, volID) {
+		t.Fatal("hydrated already: the test proves nothing")
+	}
+	expandNode := func() error {
+		_, err := f.n.Node.NodeExpandVolume(rpcCtx(t), &csi.NodeExpandVolumeRequest{VolumeId: volID, VolumePath: a.Path,
+			CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * volSize}})
+		return err
+	}
+	wantCode(t, "NodeExpandVolume of a hydrating volume", expandNode(), codes.Unavailable, "hydrat")
+	_, err := f.n.Ctrl.CreateSnapshot(rpcCtx(t), &csi.CreateSnapshotRequest{Name: "twice-bk", SourceVolumeId: volID, Parameters: backupParams("")})
+	wantCode(t, "backup of a hydrating volume", err, codes.Unavailable, "hydrat")
 	f.want["written"] = writeSynced(t, a.Path+"/written", int(2*mib))
 	c := stagePublish(t, f.n.Node, volID, mountCap("ext4")) // while hydrating
 	if da, dc := stagedDevice(t, a.staging), stagedDevice(t, c.staging); da != dc {
@@ -105,6 +118,11 @@ func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	sameTree(t, "first stage after the second's unstage", a.Path, f.want)
 	f.proxy.setDelay(0)
 	awaitReady(t, f.n, volID)
+	if _, err := f.n.Ctrl.ControllerExpandVolume(rpcCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: volID,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * volSize}}); err != nil {
+		t.Fatalf("ControllerExpandVolume of a hydrated volume: %v", err)
+	}
+	wantCode(t, "NodeExpandVolume of a volume staged over its image", expandNode(), codes.FailedPrecondition, "stage it again")
 
 	if _, err := f.n.Node.NodeStageVolume(rpcCtx(t), &csi.NodeStageVolumeRequest{
 		VolumeId: volID, StagingTargetPath: a.staging, VolumeCapability: mountCap("ext4"),
@@ -122,6 +140,9 @@ func TestInstantStageAfterReadyWhileStaged(t *testing.T) {
 	noInstantLeft(t, f.n, volID)
 	c = stagePublish(t, f.n.Node, volID, mountCap("ext4"))
 	sameTree(t, "stage after both unstaged", c.Path, f.want)
+	if got := fsTotal(t, f.n, volID, c.Path); got <= volSize {
+		t.Errorf("filesystem of %d bytes staged on the data file of a volume expanded to %d", got, 2*volSize)
+	}
 	unpublishUnstage(t, c)
 }
 
