@@ -706,3 +706,30 @@ func TestInstantStageAfterInterruptedStage(t *testing.T) {
 	unpublishUnstage(t, p)
 	noInstantLeft(t, second, volID)
 }
+
+// TestInstantXFSBesideItsSource: an XFS backup restored instantly while
+// its source is still mounted on the node (the same filesystem UUID):
+// the copy stages over its image (log replayed through it), its files
+// read with the source's sha256, a write to it is fsynced, and once
+// hydrated and staged again on its data file it has both.
+func TestInstantXFSBesideItsSource(t *testing.T) {
+	n, proxy := slowDriver(t)
+	src := createVolume(t, n.Ctrl, "xfs-src", volSize, mountCap("xfs"), nil)
+	sp := stagePublish(t, n.Node, src.GetVolumeId(), mountCap("xfs"))
+	writeTree(t, sp.Path, 11, 24*mib)
+	want := hashTree(t, sp.Path)
+	id := backup(t, n.Ctrl, src.GetVolumeId(), "xfs-b1", "")
+	proxy.setDelay(300 * time.Millisecond)
+	volID := createInstant(t, n.Ctrl, "xfs-copy", id, volSize, mountCap("xfs"))
+	p := stagePublish(t, n.Node, volID, mountCap("xfs"))
+	sameTree(t, "XFS instant restore beside its source", p.Path, want)
+	want["new"] = writeSynced(t, filepath.Join(p.Path, "new"), int(mib))
+	proxy.setDelay(0)
+	awaitReady(t, n, volID)
+	unpublishUnstage(t, p)
+	noInstantLeft(t, n, volID)
+	p = stagePublish(t, n.Node, volID, mountCap("xfs"))
+	sameTree(t, "XFS instant restore on its data file", p.Path, want)
+	unpublishUnstage(t, p)
+	unpublishUnstage(t, sp)
+}
