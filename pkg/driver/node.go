@@ -50,7 +50,7 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 
 	c := req.GetVolumeCapability()
 	tx := &stageTx{loops: d.loops, file: file, readOnly: readerOnly(c)}
-	if volume.Of(lv).Phase == volume.PhaseHydrating {
+	if d.onInstant(lv) {
 		if err := d.serveInstant(ctx, lv, tx); err != nil {
 			return nil, nodeError("", err)
 		}

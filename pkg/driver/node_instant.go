@@ -75,9 +75,14 @@ func (l *loopDevices) attachInstant(ctx context.Context, file string, readOnly b
 // detachInstant detaches every loop device over volume id's instant image
 // and stops serving it (volume.Manager.ReleaseInstant), also after a
 // driver restart, whose FUSE file no longer answers. Nothing attached and
-// nothing served is success.
+// nothing served is success; so is a device still mounted at another
+// staging path, left attached and served for that path's unstage.
 func (d *core) detachInstant(ctx context.Context, id string) error {
-	for _, dev := range loopsBacking(d.vols.InstantFile(id)) {
+	devs := loopsBacking(d.vols.InstantFile(id))
+	if stagedElsewhere(devs) {
+		return nil // the last unstage detaches and releases
+	}
+	for _, dev := range devs {
 		if out, err := d.loops.exec.CommandContext(ctx, "losetup", "--detach", dev).CombinedOutput(); err != nil {
 			return volume.Mark(volume.ErrNodeFailed, "losetup --detach %s: %v: %s", dev, err, strings.TrimSpace(string(out)))
 		}
@@ -85,10 +90,51 @@ func (d *core) detachInstant(ctx context.Context, id string) error {
 	return d.vols.ReleaseInstant(id)
 }
 
-// serveInstant points tx at the FUSE file of hydrating volume lv, serving
-// its image if it is not served yet; a volume whose hydration has just
-// ended keeps tx on its data file.
+// onInstant reports whether NodeStageVolume of lv goes through its instant
+// image: it hydrates, or a loop device over the image is still there (lv
+// was staged before its hydration ended). A stage must then join that
+// device: a second loop device over the data file would mount one
+// filesystem through two devices, two journals writing one disk
+// (TestInstantStageAfterReadyWhileStaged).
+func (d *node) onInstant(lv backend.LVol) bool {
+	return volume.Of(lv).Phase == volume.PhaseHydrating || len(loopsBacking(d.vols.InstantFile(lv.ID))) > 0
+}
+
+// stagedElsewhere reports whether one of the loop devices devs is still
+// mounted (the volume staged at another path): detaching it would only
+// mark it for autoclear, and the FUSE file under it could not be unmounted
+// (EBUSY).
+func stagedElsewhere(devs []string) bool {
+	for _, dev := range devs {
+		rdev, err := deviceNumber(dev)
+		if err != nil {
+			continue
+		}
+		if mounts, err := mountsOf(dev, rdev); err == nil && len(mounts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// serveInstant points tx at the FUSE file of volume lv (onInstant),
+// serving its image if it is not served yet; a volume whose hydration has
+// just ended, and that nothing is staged over, keeps tx on its data file.
+// A loop device left over a FUSE file this driver does not serve (a
+// killed driver's: every I/O fails) is ErrInUse while mounted: staging on
+// it would answer OK over a dead device, staging beside it mounts the
+// filesystem twice; its unstage clears it. Mounted nowhere (a stage the
+// kill interrupted, which the kubelet retries and never unstages, or an
+// unpublished block stage) it is detached first.
 func (d *node) serveInstant(ctx context.Context, lv backend.LVol, tx *stageTx) error {
+	if devs := loopsBacking(d.vols.InstantFile(lv.ID)); len(devs) > 0 && !d.vols.ServingInstant(lv.ID) {
+		if stagedElsewhere(devs) {
+			return volume.Mark(volume.ErrInUse, "volume %s is still staged on %s over the instant image of a driver that has since stopped (its I/O fails); unstage it first, then stage it again", lv.ID, devs[0])
+		}
+		if err := d.detachInstant(ctx, lv.ID); err != nil {
+			return err
+		}
+	}
 	file, err := d.vols.ServeInstant(ctx, lv)
 	if err != nil || file == "" {
 		return err
@@ -155,7 +201,7 @@ func (d *core) hydrationHealth(lv backend.LVol) []*csi.VolumeHealth_VolumeHealth
 			fmt.Sprintf("volume %s is restored instantly from %s and its hydration has not started on this node yet", id, volume.Of(lv).RestoreRef))}
 	case err != nil:
 		return []*csi.VolumeHealth_VolumeHealthEntry{healthEntry(csi.VolumeHealthErrorType_DEGRADED, "HydrationFailed",
-			fmt.Sprintf("hydration of volume %s stopped: %v; reads of blocks not fetched yet fail until it resumes (driver restart)", id, err))}
+			fmt.Sprintf("hydration of volume %s stopped: %v; reads of the block it could not fetch fail (EIO), other blocks are still fetched when read; it starts again when the driver restarts", id, err))}
 	}
 	pct := 0.0
 	if total > 0 {

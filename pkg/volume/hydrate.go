@@ -83,11 +83,14 @@ func (m *Manager) ResumeHydrations(ctx context.Context) error {
 }
 
 // startHydration runs (or finds running) the hydration job of lv; a job
-// that ended in failure is started again.
+// that ended in failure is started again, but not one that was cancelled:
+// that is DeleteVolume's StopJob waiting for it to end (or the driver's
+// shutdown), and a job started again there would hydrate a volume being
+// deleted (TestInstantRetryDuringDelete). StopJob forgets it once ended.
 func (m *Manager) startHydration(lv backend.LVol, ref backupid.Ref, secrets map[string]string, repo *s3chain.Repo) *Job {
 	key := RestoreKey(lv.Name)
 	if j := m.jobs.get(key); j != nil {
-		if done, err := j.Finished(); done && err != nil {
+		if done, err := j.Finished(); done && err != nil && !errors.Is(err, context.Canceled) {
 			m.ForgetJob(key)
 		}
 	}
@@ -99,7 +102,7 @@ func (m *Manager) startHydration(lv backend.LVol, ref backupid.Ref, secrets map[
 			return err
 		}
 		if err != nil {
-			klog.ErrorS(err, "hydration failed; the volume stays hydrating, blocks not fetched yet fail their reads, and it resumes when the driver restarts or the claim is created again", "volume", lv.ID, "backup", ref.String())
+			klog.ErrorS(err, "hydration failed; the volume stays hydrating, reads of the block it could not fetch fail (others are fetched when read), and it starts again when the driver restarts or the claim is created again", "volume", lv.ID, "backup", ref.String())
 		}
 		if m.cfg.Observer != nil {
 			m.cfg.Observer.RestoreDone(j, lv, err)
@@ -121,7 +124,7 @@ func (m *Manager) hydrate(ctx context.Context, j *Job, lv backend.LVol, ref back
 			m.cfg.Observer.RestoreWaiting(lv, j.Message())
 		}
 	})
-	err = im.Hydrate(ctx, hydrateWorkers)
+	err = runHydrate(ctx, im, lv.ID)
 	stop()
 	if err != nil {
 		_ = im.Flush() // what it fetched is not fetched again after a restart
@@ -149,12 +152,49 @@ func (m *Manager) awaitImage(ctx context.Context, j *Job, lv backend.LVol, ref b
 		}
 		repo = nil
 		j.SetWaiting(err, wait)
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(wait/2 + rand.N(wait/2+1)):
+		if err := pause(ctx, wait); err != nil {
+			return nil, err
 		}
 		wait = min(2*wait, retryMax)
+	}
+}
+
+// runHydrate runs im.Hydrate, and again after a backoff (1 s doubling to
+// 30 s, back to 1 s once it got somewhere) for as long as ctx lives while
+// it fails for want of room in the pool (ENOSPC writing the data file:
+// other writers took the space, and may give it back). Ending the job
+// there would leave the volume hydrating until the driver restarts:
+// CreateVolume, whose retry starts a hydration again, answered long ago
+// (TestInstantPoolFull). Other errors end it (pkg/lazy rule 9).
+func runHydrate(ctx context.Context, im *lazy.Image, id string) error {
+	wait := retryFirst
+	for {
+		before, _ := im.Hydrated()
+		err := im.Hydrate(ctx, hydrateWorkers)
+		if err == nil || Classify(err) != ClassNoSpace || ctx.Err() != nil {
+			return err
+		}
+		if done, _ := im.Hydrated(); done > before {
+			wait = retryFirst
+		}
+		klog.ErrorS(err, "hydration waits for room in the pool; reads of blocks not fetched yet fail meanwhile", "volume", id, "retryIn", wait)
+		if err := pause(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// pause waits half to all of wait (jittered), or until ctx ends: then it
+// returns ctx's cause.
+func pause(ctx context.Context, wait time.Duration) error {
+	t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
 	}
 }
 

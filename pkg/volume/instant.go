@@ -124,6 +124,19 @@ func (m *Manager) ServeInstant(ctx context.Context, lv backend.LVol) (string, er
 	return srv.Path(), nil
 }
 
+// ServingInstant reports whether this driver serves volume id's FUSE file
+// (a loop device over the path of one it does not serve is a killed
+// driver's, dead).
+func (m *Manager) ServingInstant(id string) bool {
+	iv := m.inst.get(id)
+	if iv == nil {
+		return false
+	}
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	return iv.srv != nil
+}
+
 // ReleaseInstant stops serving volume id's FUSE file once NodeUnstageVolume
 // detached the loop device over it, and closes the image if hydration has
 // ended; it also unmounts a FUSE file a killed driver left. Errors: the

@@ -192,6 +192,12 @@ func noInstantLeft(t *testing.T, n *csitest.Node, id string) {
 	if bytes.Contains(mounts, []byte(dir)) {
 		t.Errorf("instant image of %s still mounted at %s", id, dir)
 	}
+	backing, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, b := range backing {
+		if f, err := os.ReadFile(b); err == nil && strings.HasPrefix(string(f), dir+"/") {
+			t.Errorf("a loop device is still over the instant image of %s: %s", id, b)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(n.Opts.StateDir, "hydration", id+".bits")); !os.IsNotExist(err) {
 		t.Errorf("hydration record of %s still there: %v", id, err)
 	}
@@ -269,20 +275,7 @@ func TestInstantRestoreKilledDriver(t *testing.T) {
 // expectedImage is the source of startRestartRig as bytes (its
 // writeDevice with the same seed, offsets and length).
 func expectedImage(t *testing.T, size int64) []byte {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "expected")
-	if err := os.WriteFile(f, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(f, size); err != nil {
-		t.Fatal(err)
-	}
-	writeDevice(t, f, 9, []int64{0, size / 4, size / 2, 3 * size / 4}, int(size/8))
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return deviceBytes(t, size, 9, []int64{0, size / 4, size / 2, 3 * size / 4}, int(size/8))
 }
 
 // readsBackup reads n bytes at off of device dev and compares them with
