@@ -107,9 +107,11 @@ round() {
 # s_statefulset_before (issue 18): two backup rounds of a 3-member
 # StatefulSet; after the namespace is lost, one class with
 # `@before:T` (T between the rounds) gives each member its own first-round
-# data. The group-snapshot round of the issue is not run: the chart's
-# csi-snapshotter runs with CSIVolumeGroupSnapshot=false (values.yaml keeps
-# the chart's default; docs/applications.md "Through Kubernetes").
+# data. No VolumeGroupSnapshot round: the chart's csi-snapshotter runs with
+# CSIVolumeGroupSnapshot=false (values.yaml keeps the chart's default;
+# docs/applications.md "Through Kubernetes"); s_statefulset_group
+# (scenarios_group.sh) restores a StatefulSet from one group backup taken
+# through the driver's GroupController.
 s_statefulset_before() {
   k create namespace sts >/dev/null
   R1=$(round 1) || return 1
