@@ -4,7 +4,7 @@
 # VolumeGroupSnapshot object: the csi-snapshotter in node-deployment mode
 # cannot route a group to its node, so the chart keeps the sidecar's gate
 # off (docs/applications.md "Through Kubernetes"). Helpers come from
-# kube.sh, scenarios.sh and scenarios_apps.sh (sts, STS_READ, gone_ns).
+# kube.sh, scenarios.sh and scenarios_apps.sh (sts, sts_back_at, gone_ns).
 
 # The first node's driver socket: the host's /var/lib/kubelet is that
 # node's kubelet root (lib/cluster.sh), and a unix socket is reached from
@@ -68,23 +68,7 @@ s_statefulset_group() {
   gid2=$(check_group grp "$g2") || return 1
   [[ $gid1 != "$gid2" ]] || { log "two groups, one id $gid1"; return 1; }
   gone_ns grp || return 1
-  apply <<Y
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-group}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {fromBackup: "\${pvc.namespace}/\${pvc.name}@group:$gid1"}
-Y
-  k create namespace grp >/dev/null
-  sts grp e2e-group 0 || return 1
-  k -n grp scale statefulset web --replicas=0 >/dev/null
-  until_true "members of grp/web stopped" 120 sh -c "[ -z \"\$('$KUBECTL' -n grp get pods -l app=web -o name)\" ]" || return 1
-  local i got
-  for i in 0 1 2; do
-    got=$(run_pod grp "read-$i" "data-web-$i" "$STS_READ") || return 1
-    expect "member $i restored @group:$gid1" "$got" "$(printf 'web-%s round 1\nweb-%s round 1\nblob-ok' "$i" "$i")" || return 1
-  done
+  sts_back_at grp e2e-group "group:$gid1" || return 1
   log "  groups $gid1 (round 1) and $gid2 (round 2); @group:$gid1 restored each member's round-1 data"
   gone_ns grp
 }
