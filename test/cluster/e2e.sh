@@ -13,6 +13,7 @@ source "$HERE/lib/common.sh"
 source "$HERE/lib/kube.sh"
 source "$HERE/lib/scenarios.sh"
 source "$HERE/lib/scenarios_apps.sh"
+source "$HERE/lib/scenarios_group.sh"
 source "$HERE/lib/scenarios_lock.sh"
 source "$HERE/lib/scenarios_populator.sh"
 source "$HERE/lib/node_b.sh"
@@ -87,6 +88,7 @@ step "XFS backup through the example restore class" s_example_restore_class
 step "issue 14: import by handle after losing all" s_import_after_loss
 step "issue 18: StatefulSet back from @before:T" s_statefulset_before
 step "issue 18: Delete-class import frees bytes" s_retention
+step "issue 31: StatefulSet restored from one group backup" s_statefulset_group
 step "issue 26: populator fills a claim (WFFC)" s_pop_claim
 step "issue 26: missing backup: reason, no leftovers" s_pop_missing
 step "issue 26: StatefulSet from one BackupSource" s_pop_statefulset

@@ -104,12 +104,38 @@ round() {
   for i in 0 1 2; do snapshot sts "r$1-web-$i" "data-web-$i" || return 1; echo; done
 }
 
+# sts_back_at NS CLASS SELECTOR: NS/web made again through the class CLASS
+# (fromBackup `${pvc.namespace}/${pvc.name}@SELECTOR`) in a new namespace
+# NS; once its members are stopped, each claim must hold its member's
+# round-1 data.
+sts_back_at() {
+  apply <<Y
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: $2}
+provisioner: chainvol.csi.io
+volumeBindingMode: WaitForFirstConsumer
+parameters: {fromBackup: "\${pvc.namespace}/\${pvc.name}@$3"}
+Y
+  k create namespace "$1" >/dev/null
+  sts "$1" "$2" 0 || return 1
+  k -n "$1" scale statefulset web --replicas=0 >/dev/null
+  until_true "members of $1/web stopped" 120 sh -c "[ -z \"\$('$KUBECTL' -n $1 get pods -l app=web -o name)\" ]" || return 1
+  local i got
+  for i in 0 1 2; do
+    got=$(run_pod "$1" "read-$i" "data-web-$i" "$STS_READ") || return 1
+    expect "member $i restored @$3" "$got" "$(printf 'web-%s round 1\nweb-%s round 1\nblob-ok' "$i" "$i")" || return 1
+  done
+}
+
 # s_statefulset_before (issue 18): two backup rounds of a 3-member
 # StatefulSet; after the namespace is lost, one class with
 # `@before:T` (T between the rounds) gives each member its own first-round
-# data. The group-snapshot round of the issue is not run: the chart's
-# csi-snapshotter runs with CSIVolumeGroupSnapshot=false (values.yaml keeps
-# the chart's default; docs/applications.md "Through Kubernetes").
+# data. No VolumeGroupSnapshot round: the chart's csi-snapshotter runs with
+# CSIVolumeGroupSnapshot=false (values.yaml keeps the chart's default;
+# docs/applications.md "Through Kubernetes"); s_statefulset_group
+# (scenarios_group.sh) restores a StatefulSet from one group backup taken
+# through the driver's GroupController.
 s_statefulset_before() {
   k create namespace sts >/dev/null
   R1=$(round 1) || return 1
@@ -125,23 +151,7 @@ s_statefulset_before() {
   expect "csi-snapshotter group snapshot gate (group round skipped)" "$gate" CSIVolumeGroupSnapshot=false || return 1
   STS_CONTENTS=$(for i in 0 1 2; do content_of sts "r1-web-$i"; echo; content_of sts "r2-web-$i"; echo; done)
   gone_ns sts || return 1
-  apply <<Y
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-before}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {fromBackup: "\${pvc.namespace}/\${pvc.name}@before:$T_BETWEEN"}
-Y
-  k create namespace sts >/dev/null
-  sts sts e2e-before 0 || return 1
-  k -n sts scale statefulset web --replicas=0 >/dev/null
-  until_true "members of sts/web stopped" 120 sh -c "[ -z \"\$('$KUBECTL' -n sts get pods -l app=web -o name)\" ]" || return 1
-  local got
-  for i in 0 1 2; do
-    got=$(run_pod sts "read-$i" "data-web-$i" "$STS_READ") || return 1
-    expect "member $i restored @before:$T_BETWEEN" "$got" "$(printf 'web-%s round 1\nweb-%s round 1\nblob-ok' "$i" "$i")" || return 1
-  done
+  sts_back_at sts e2e-before "before:$T_BETWEEN" || return 1
   log "  rounds 1 and 2 of web-0..2 backed up; @before:$T_BETWEEN restored each member's round-1 data (group round skipped: sidecar gate off)"
 }
 
