@@ -99,8 +99,15 @@ func (m *Manager) ServeInstant(ctx context.Context, lv backend.LVol) (string, er
 	// Read under iv.mu: hydration records ready before it takes iv.mu to
 	// close the image, so a volume read hydrating here still has its image
 	// or its record.
-	if cur, err := m.pool.Get(ctx, lv.ID); err != nil || Of(cur).Phase != PhaseHydrating {
+	cur, err := m.pool.Get(ctx, lv.ID)
+	if err != nil {
 		return "", err
+	}
+	if Of(cur).Phase != PhaseHydrating {
+		if iv.im == nil { // ready: nothing opens an image of it again
+			m.inst.drop(lv.ID)
+		}
+		return "", nil
 	}
 	if iv.im == nil {
 		im, err := m.openImage(ctx, lv, nil)
