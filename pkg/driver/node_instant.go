@@ -78,6 +78,9 @@ func (l *loopDevices) attachInstant(ctx context.Context, file string, readOnly b
 // nothing served is success; so is a device still mounted at another
 // staging path, left attached and served for that path's unstage.
 func (d *core) detachInstant(ctx context.Context, id string) error {
+	if !d.vols.InstantServed(id) {
+		return nil
+	}
 	devs := loopsBacking(d.vols.InstantFile(id))
 	if stagedElsewhere(devs) {
 		return nil // the last unstage detaches and releases

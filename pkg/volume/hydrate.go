@@ -200,12 +200,12 @@ func pause(ctx context.Context, wait time.Duration) error {
 
 // openImage opens lv's image from its recorded backup with the driver's
 // own credentials (NodeStageVolume after a restart).
-func (m *Manager) openImage(ctx context.Context, lv backend.LVol, secrets map[string]string) (*lazy.Image, error) {
+func (m *Manager) openImage(ctx context.Context, lv backend.LVol) (*lazy.Image, error) {
 	ref, err := recordedRestore(lv)
 	if err != nil {
 		return nil, err
 	}
-	return m.openImageFrom(ctx, lv, ref, secrets, nil)
+	return m.openImageFrom(ctx, lv, ref, nil, nil)
 }
 
 // openImageFrom opens the writable lazy image of backup ref over lv's data

@@ -83,6 +83,15 @@ func (m *Manager) InstantFile(id string) string {
 
 func (m *Manager) instantDir(id string) string { return filepath.Join(m.cfg.StateDir, "instant", id) }
 
+// InstantServed reports whether volume id may be served over its instant
+// image: its directory exists (or cannot be read: a killed driver's FUSE
+// mount answers ENOTCONN). False lets NodeUnstageVolume of every other
+// volume skip the instant image's cleanup.
+func (m *Manager) InstantServed(id string) bool {
+	_, err := os.Lstat(m.instantDir(id))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
 // ServeInstant returns the FUSE file that serves volume lv's image for
 // NodeStageVolume, serving it if it is not served yet (and opening the
 // image if the hydration job has not: a single try). It returns "" when
@@ -110,7 +119,7 @@ func (m *Manager) ServeInstant(ctx context.Context, lv backend.LVol) (string, er
 		return "", nil
 	}
 	if iv.im == nil {
-		im, err := m.openImage(ctx, lv, nil)
+		im, err := m.openImage(ctx, lv)
 		if err != nil {
 			return "", err
 		}

@@ -40,12 +40,7 @@ func TestInstantRestoreFilesystem(t *testing.T) {
 	s3 := startS3(t)
 	proxy := startOutageProxy(t, s3.srv.Endpoint)
 	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
-	src := createVolume(t, n.Ctrl, "inst-src", volSize, mountCap("ext4"), nil)
-	p := stagePublish(t, n.Node, src.GetVolumeId(), mountCap("ext4"))
-	writeTree(t, p.Path, 5, 24*mib)
-	want := hashTree(t, p.Path)
-	id := backup(t, n.Ctrl, src.GetVolumeId(), "inst-b1", "")
-	unpublishUnstage(t, p)
+	id, want := treeBackup(t, n, "inst-src", "ext4", 5, 24*mib)
 
 	start := time.Now()
 	resp, err := n.Ctrl.CreateVolume(rpcCtx(t), instantReq("inst-copy", id, volSize, mountCap("ext4")))
@@ -75,6 +70,21 @@ func TestInstantRestoreFilesystem(t *testing.T) {
 	want["written-during-hydration"] = written
 	sameTree(t, "instant restore after hydration", rp.Path, want)
 	unpublishUnstage(t, rp)
+}
+
+// treeBackup makes a volSize volume called name with a filesystem of
+// fsType, writes a tree of size bytes (writeTree with seed) in it and
+// backs it up as name-b1; it returns the backup's snapshot id and the
+// tree's hashes.
+func treeBackup(t *testing.T, n *csitest.Node, name, fsType string, seed uint64, size int64) (string, tree) {
+	t.Helper()
+	src := createVolume(t, n.Ctrl, name, volSize, mountCap(fsType), nil)
+	p := stagePublish(t, n.Node, src.GetVolumeId(), mountCap(fsType))
+	writeTree(t, p.Path, seed, size)
+	want := hashTree(t, p.Path)
+	id := backup(t, n.Ctrl, src.GetVolumeId(), name+"-b1", "")
+	unpublishUnstage(t, p)
+	return id, want
 }
 
 // refusedWhileHydrating checks what waits for a hydrating volume: a
@@ -323,12 +333,7 @@ func TestInstantRestoreReaderOnly(t *testing.T) {
 	s3 := startS3(t)
 	proxy := startSlowProxy(t, s3.srv.Endpoint)
 	n := startDriver(t, "node-a", both(s3.opts(s3.url(proxy.Addr)), noLocalBase))
-	src := createVolume(t, n.Ctrl, "inst-ro-src", volSize, mountCap("xfs"), nil)
-	p := stagePublish(t, n.Node, src.GetVolumeId(), mountCap("xfs"))
-	writeTree(t, p.Path, 7, 16*mib)
-	want := hashTree(t, p.Path)
-	id := backup(t, n.Ctrl, src.GetVolumeId(), "inst-ro-b1", "")
-	unpublishUnstage(t, p)
+	id, want := treeBackup(t, n, "inst-ro-src", "xfs", 7, 16*mib)
 
 	ro := mountCap("xfs")
 	ro.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
