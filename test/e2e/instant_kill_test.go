@@ -61,7 +61,7 @@ func runInstantKill(t *testing.T, r restartRig, id string, base []byte, seed uin
 	}
 	volID := resp.GetVolume().GetVolumeId()
 	killAt := time.Duration(rng.IntN(2500)) * time.Millisecond
-	app := &killApp{want: bytes.Clone(base), rng: rand.New(rand.NewPCG(seed, 2))}
+	app := &killApp{want: bytes.Clone(base), rng: rand.New(rand.NewPCG(seed, 2)), done: make(chan struct{})}
 	var p *published
 	staged := rng.IntN(4) > 0
 	if staged {
@@ -111,12 +111,11 @@ type killApp struct {
 	reads       int
 	err         error
 	failed      time.Time
-	done        chan struct{}
+	done        chan struct{} // made before run starts; closed when it ends
 }
 
 // run does the I/O on dev until an error, then closes done.
 func (a *killApp) run(t *testing.T, dev string) {
-	a.done = make(chan struct{})
 	defer close(a.done)
 	f, err := os.OpenFile(dev, os.O_RDWR, 0)
 	if err != nil {
