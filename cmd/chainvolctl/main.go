@@ -20,7 +20,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	endProfile := startProfile(os.Getenv(cpuProfileEnv))
 	code := execute(ctx, os.Args[1:])
+	endProfile()
 	stop()
 	os.Exit(code)
 }
