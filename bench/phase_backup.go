@@ -106,6 +106,10 @@ func (b *bench) changeRound(r int) (changeStats, error) {
 // snapshot image (unless rs is nil). Uploaded bytes are each bucket's growth.
 func (b *bench) backupRound(r int, cv, rs *BackupRun) error {
 	d := b.w.drv
+	// Whatever ran before (the fill, the last restic backup, whose
+	// objects the S3 server stored without fsync) is written back first,
+	// so that no tool pays for another's writeback, as in restoreSet.
+	unix.Sync()
 	before, _, err := b.w.s3.bucketBytes(b.ctx, chainvolBucket)
 	if err != nil {
 		return err
@@ -149,6 +153,7 @@ func (b *bench) backupRound(r int, cv, rs *BackupRun) error {
 // resticBackup backs the snapshot image up with restic, measuring the
 // bucket's growth and restic's peak RSS.
 func (b *bench) resticBackup(image string, rs *BackupRun) error {
+	unix.Sync() // chainvol's objects, just stored: not restic's writeback to pay
 	before, _, err := b.w.s3.bucketBytes(b.ctx, resticBucket)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // A job's record appears at Start, follows Update (with a rate and an ETA
@@ -22,7 +24,7 @@ func TestPublisherLifecycle(t *testing.T) {
 	p.Update(1<<20, 4<<20)
 	time.Sleep(WriteEvery + 50*time.Millisecond)
 	p.Update(2<<20, 4<<20)
-	r := mustList(t, dir, 1)[0]
+	r := waitRecord(t, dir, func(r Listed) bool { return r.DoneBytes == 2<<20 })
 	if r.DoneBytes != 2<<20 || r.TotalBytes != 4<<20 || r.Backup != "t:c@b" || r.Subject != "/dev/x" || r.Percent() != 50 {
 		t.Fatalf("record after updates = %+v", r)
 	}
@@ -105,6 +107,62 @@ func TestStaleAndSweep(t *testing.T) {
 			t.Fatalf("after Sweep: %+v, want the live backup and the unchecked record", r)
 		}
 	}
+}
+
+// waitRecord waits up to 5 s for the one record in dir to satisfy ok (the
+// writer writes after Update returns) and returns it as last listed.
+func waitRecord(t *testing.T, dir string, ok func(Listed) bool) Listed {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := mustList(t, dir, 1)[0]
+		if ok(r) || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Update never waits for a write: a restore calls it from every worker
+// for every block, and an fsync can take seconds. With the record's write
+// held, Updates (each one due) return, and End waits for the write and
+// then removes the record.
+func TestUpdateDoesNotWaitForWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "jobs")
+	p := Start(dir, Record{Kind: KindRestore})
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	writeFile = func(path string, data []byte, perm os.FileMode) error {
+		held <- struct{}{}
+		<-release
+		return durable.WriteFile(path, data, perm)
+	}
+	t.Cleanup(func() { writeFile = durable.WriteFile })
+	returned := make(chan struct{})
+	go func() {
+		for i := range 100 {
+			p.mu.Lock()
+			p.written = time.Time{} // every Update is due to write
+			p.mu.Unlock()
+			p.Update(int64(i), 100)
+		}
+		close(returned)
+	}()
+	<-held // the writer is inside a write
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Update waited for the held write")
+	}
+	ended := make(chan struct{})
+	go func() { p.End(); close(ended) }()
+	select {
+	case <-ended:
+		t.Fatal("End returned while a write was still to finish: the write would recreate the record")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-ended
+	mustList(t, dir, 0)
 }
 
 func mustList(t *testing.T, dir string, n int) []Listed {

@@ -27,6 +27,10 @@ const RateWindow = 10 * time.Second
 // to RateWindow/sampleEvery.
 const sampleEvery = 100 * time.Millisecond
 
+// writeFile is the one atomic write (issue 32); a variable so that a test
+// can hold a write and see that no caller waits for it.
+var writeFile = durable.WriteFile
+
 // seq numbers the records of this process.
 var seq atomic.Int64
 
@@ -46,9 +50,14 @@ type Publisher struct {
 	rec  Record
 	// samples are the reports of the last RateWindow, oldest first.
 	samples []sample
-	written time.Time
+	written time.Time // when a write was last asked for
 	ended   bool
 	err     error
+	// kick asks the writer goroutine for a write of the record as it is
+	// then; the channel sent, if not nil, is closed once it is written.
+	kick    chan chan struct{}
+	quit    chan struct{} // closed by End
+	stopped chan struct{} // closed when the writer has returned
 }
 
 // Start publishes r as a new job's record in dir (created if missing,
@@ -66,19 +75,20 @@ func Start(dir string, r Record) *Publisher {
 	r.StartedAt = time.Now().UTC()
 	// The start is the first sample: until RateWindow has passed, the
 	// rate is the average since the start.
-	p := &Publisher{path: filepath.Join(dir, r.ID+".json"), rec: r, samples: []sample{{time.Now(), 0}}}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p := &Publisher{path: filepath.Join(dir, r.ID+".json"), rec: r, samples: []sample{{time.Now(), 0}},
+		kick: make(chan chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		p.err = err
-		return p
 	}
-	p.writeLocked(time.Now())
+	p.written = time.Now()
+	p.writeOnce() // before Start returns, so the job is listed at once
+	go p.writer()
 	return p
 }
 
 // Update records a progress report: done of total bytes. The record is
-// written when WriteEvery has passed since the last write.
+// written, by the writer goroutine and never while Update waits, when
+// WriteEvery has passed since the last write was asked for.
 func (p *Publisher) Update(done, total int64) {
 	if p == nil {
 		return
@@ -97,7 +107,11 @@ func (p *Publisher) Update(done, total int64) {
 		p.rec.BytesPerSecond = float64(done-first.done) / now.Sub(first.at).Seconds()
 	}
 	if now.Sub(p.written) >= WriteEvery {
-		p.writeLocked(now)
+		p.written = now
+		select {
+		case p.kick <- nil:
+		default: // a write is already asked for: it takes these values
+		}
 	}
 }
 
@@ -108,14 +122,14 @@ func (p *Publisher) Set(backup, subject string) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if backup != "" {
 		p.rec.Backup = backup
 	}
 	if subject != "" {
 		p.rec.Subject = subject
 	}
-	p.writeLocked(time.Now())
+	p.mu.Unlock()
+	p.writeNow()
 }
 
 // SetWaiting marks the job paused for why (until the next Update) and
@@ -125,9 +139,9 @@ func (p *Publisher) SetWaiting(why string) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.rec.Waiting = why
-	p.writeLocked(time.Now())
+	p.mu.Unlock()
+	p.writeNow()
 }
 
 // End removes the record; later calls of any method do nothing.
@@ -136,10 +150,16 @@ func (p *Publisher) End() {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
 	p.ended = true
-	if err := os.Remove(p.path); err != nil && !os.IsNotExist(err) && p.err == nil {
-		p.err = err
+	p.mu.Unlock()
+	close(p.quit)
+	<-p.stopped // no write after the removal
+	if err := os.Remove(p.path); err != nil && !os.IsNotExist(err) {
+		p.setErr(err)
 	}
 }
 
@@ -153,21 +173,67 @@ func (p *Publisher) Err() error {
 	return p.err
 }
 
-// writeLocked replaces the record file: a temporary file in the same
-// directory renamed over it, so a reader sees the old record or the new
-// one. Nothing is synced: a record outlives no crash that matters (List
-// marks it stale). p.mu is held.
-func (p *Publisher) writeLocked(now time.Time) {
-	if p.ended {
+// writer writes the record whenever asked, until End. The writes are
+// the one atomic write (durable.WriteFile, which fsyncs): off the callers'
+// path, since an fsync can wait seconds for the writeback of everything
+// else on its filesystem, and Update is called by every restore worker
+// for every block (a restore writing onto that filesystem stalled on it).
+func (p *Publisher) writer() {
+	defer close(p.stopped)
+	for {
+		select {
+		case done := <-p.kick:
+			p.writeOnce()
+			if done != nil {
+				close(done)
+			}
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// writeNow asks the writer for a write and waits until it is done (or
+// the record ended).
+func (p *Publisher) writeNow() {
+	done := make(chan struct{})
+	select {
+	case p.kick <- done:
+	case <-p.stopped:
 		return
 	}
-	p.written = now
-	p.rec.UpdatedAt = now.UTC()
-	data, err := json.Marshal(p.rec)
-	if err == nil {
-		err = durable.WriteFile(p.path, data, 0o600) // the one atomic write (issue 32)
+	select {
+	case <-done:
+	case <-p.stopped:
 	}
-	if err != nil && p.err == nil {
+}
+
+// writeOnce replaces the record file with the record as it is now: a
+// temporary file in the same directory renamed over it, so a reader sees
+// the old record or the new one. Only the writer (or Start, before it
+// runs) calls it, so writes never overtake one another.
+func (p *Publisher) writeOnce() {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.rec.UpdatedAt = time.Now().UTC()
+	data, err := json.Marshal(p.rec)
+	p.mu.Unlock()
+	if err == nil {
+		err = writeFile(p.path, data, 0o600)
+	}
+	if err != nil {
+		p.setErr(err)
+	}
+}
+
+// setErr keeps the first error.
+func (p *Publisher) setErr(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
 		p.err = err
 	}
 }
