@@ -40,7 +40,7 @@ type options struct {
 	only        map[string]bool
 	seed        uint64
 	out, tmpDir string
-	// profileDir, when set, receives a CPU profile of the first
+	// profileDir, when set, receives a CPU profile and a trace of the first
 	// chainvolctl restore of each restore set (chainvolctl's
 	// CHAINVOL_CPUPROFILE), to explain a missed line.
 	profileDir string
@@ -66,7 +66,7 @@ func parseFlags() options {
 	flag.StringVar(&only, "only", "", "run only these phases, comma-separated: "+strings.Join(phaseNames, ","))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the generated data")
 	flag.StringVar(&o.out, "out", "bench/results/latest.json", "JSON results file")
-	flag.StringVar(&o.profileDir, "profile", "", "directory for CPU profiles of the first chainvolctl restore of each set (go tool pprof)")
+	flag.StringVar(&o.profileDir, "profile", "", "directory for a CPU profile (NAME.pprof) and an execution trace (NAME.trace) of the first chainvolctl restore of each set")
 	flag.StringVar(&o.tmpDir, "tmp", "/var/tmp", "parent of the scratch directory (pool image, S3 data)")
 	flag.Parse()
 	var err error

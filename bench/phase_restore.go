@@ -114,8 +114,9 @@ func alternate(run int, ways ...func() error) error {
 	return nil
 }
 
-// profilePath is where the CPU profile of a run's chainvolctl restore goes
-// (the first run only, with -profile), or "" for none.
+// profilePath is where the CPU profile (.pprof) and the execution trace
+// (.trace) of a run's chainvolctl restore go (the first run only, with
+// -profile), less the extension, or "" for none.
 func (b *bench) profilePath(run int, name string) string {
 	if run != 0 || b.o.profileDir == "" {
 		return ""
@@ -124,7 +125,7 @@ func (b *bench) profilePath(run int, name string) string {
 		logf("-profile: %v", err)
 		return ""
 	}
-	return filepath.Join(b.o.profileDir, name+".pprof")
+	return filepath.Join(b.o.profileDir, name)
 }
 
 // limitRun is one run of a restore's limits.
@@ -195,7 +196,7 @@ func (b *bench) restoreCtlChain(chainName, id string) (childRun, error) {
 	to := filepath.Join(dir, "vol.img")
 	c := b.ctl("restore", s3Target+":"+chainName+"@"+id, "--to", to)
 	if b.profile != "" {
-		c.Env = append(os.Environ(), "CHAINVOL_CPUPROFILE="+b.profile)
+		c.Env = append(os.Environ(), "CHAINVOL_CPUPROFILE="+b.profile+".pprof", "CHAINVOL_TRACE="+b.profile+".trace")
 	}
 	out, cr, err := runChild(c)
 	if err != nil {

@@ -20,9 +20,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	endProfile := startProfile(os.Getenv(cpuProfileEnv))
+	endDiagnostics := startDiagnostics()
 	code := execute(ctx, os.Args[1:])
-	endProfile()
+	endDiagnostics()
 	stop()
 	os.Exit(code)
 }
