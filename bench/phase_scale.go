@@ -44,10 +44,12 @@ func (b *bench) scale() error {
 		ids[chainName] = id
 	}
 	var ts, tl []time.Duration
-	for range max(b.o.runs, 3) {
+	for run := range max(b.o.runs, 3) {
 		for _, c := range []string{scaleSmall, scaleLarge} {
 			unix.Sync() // see restoreSet
+			b.profile = b.profilePath(run, "ctl-restore-"+filepath.Base(c))
 			cr, err := b.restoreCtlChain(c, ids[c])
+			b.profile = ""
 			if err != nil {
 				return err
 			}
