@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -22,54 +22,35 @@ const traceEnv = "CHAINVOL_TRACE"
 // startDiagnostics starts what cpuProfileEnv and traceEnv ask for and
 // returns the function that stops both.
 func startDiagnostics() func() {
-	endProfile := startProfile(os.Getenv(cpuProfileEnv))
-	endTrace := startTrace(os.Getenv(traceEnv))
+	endProfile := startRecorder(cpuProfileEnv, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	endTrace := startRecorder(traceEnv, trace.Start, trace.Stop)
 	return func() { endTrace(); endProfile() }
 }
 
-// startTrace starts an execution trace into path ("" = none), as
-// startProfile does a CPU profile.
-func startTrace(path string) func() {
+// startRecorder starts a recorder (start, stop) into the file the
+// environment variable env names, and returns the function that stops it
+// and closes the file; nothing when env is unset. One that cannot be
+// started is reported on stderr and the run goes on: diagnostics must not
+// change what the command does.
+func startRecorder(env string, start func(io.Writer) error, stop func()) func() {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
 	f, err := os.Create(path)
 	if err == nil {
-		if err = trace.Start(f); err != nil {
+		if err = start(f); err != nil {
 			f.Close()
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chainvolctl: %s: %v\n", traceEnv, err)
+		fmt.Fprintf(os.Stderr, "chainvolctl: %s: %v\n", env, err)
 		return func() {}
 	}
 	return func() {
-		trace.Stop()
-		if err := f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-			fmt.Fprintf(os.Stderr, "chainvolctl: %s: %v\n", traceEnv, err)
+		stop()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "chainvolctl: %s: %v\n", env, err)
 		}
-	}
-}
-
-// startProfile starts a CPU profile into path ("" = none) and returns the
-// function that stops it. A profile that cannot be started is reported on
-// stderr and the run goes on: it must not change what the command does.
-func startProfile(path string) func() {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chainvolctl: %s: %v\n", cpuProfileEnv, err)
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
 	}
 }
