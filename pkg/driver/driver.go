@@ -2,9 +2,7 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -124,12 +122,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("socket directory: %w", err)
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-	lis, err := net.Listen("unix", path)
+	lis, err := listenUnix(path, "socket")
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", path, err)
+		return err
 	}
 	// WaitForHandlers: Stop waits for the handlers it cancels, so that a
 	// call's deferred lease release runs before the process exits.

@@ -127,9 +127,3 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
-
-// socketPath returns the filesystem path of a unix endpoint.
-func socketPath(endpoint string) string {
-	p := strings.TrimPrefix(endpoint, "unix://")
-	return strings.TrimPrefix(p, "unix:")
-}

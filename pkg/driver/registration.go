@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -68,12 +66,9 @@ func (r *Registrar) NotifyRegistrationStatus(_ context.Context, st *registerapi.
 // the socket so the kubelet deregisters the plugin.
 func (r *Registrar) Serve(ctx context.Context) error {
 	path := r.SocketPath()
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale registration socket %s: %w", path, err)
-	}
-	lis, err := net.Listen("unix", path)
+	lis, err := listenUnix(path, "registration socket")
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", path, err)
+		return err
 	}
 	srv := grpc.NewServer()
 	registerapi.RegisterRegistrationServer(srv, r)
