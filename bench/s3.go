@@ -6,15 +6,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/chainvol/chainvol/internal/versitygw"
 )
 
 // Buckets of the one versitygw: chainvol's and restic's sit side by side on
@@ -39,32 +39,24 @@ type s3 struct {
 }
 
 // startS3 starts bin/versitygw on a free loopback port with random root
-// credentials, as internal/testutil does for the tests, and makes the buckets.
+// credentials (internal/versitygw, as for the tests) and makes the buckets.
 func startS3(e *env) (*s3, error) {
 	s := &s3{access: "AK" + randHex(9), secret: randHex(20), dir: filepath.Join(e.tmp, "s3")}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
-	var err error
-	if s.endpoint, err = freeLoopback(); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(e.bin("versitygw"), "--port", s.endpoint, "--health", "/health", "--quiet", "posix", s.dir)
-	// Secrets go through the environment, not argv, so ps cannot show them.
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.access, "ROOT_SECRET_ACCESS_KEY="+s.secret)
 	logFile, err := os.Create(filepath.Join(e.tmp, "versitygw.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start versitygw: %w", err)
-	}
-	s.pid = cmd.Process.Pid
-	e.defer_(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() })
-	if err := waitHTTP("http://"+s.endpoint+"/health", 15*time.Second); err != nil {
+	g, err := versitygw.Start(versitygw.Options{Bin: e.bin("versitygw"), Dir: s.dir, AccessKey: s.access, SecretKey: s.secret,
+		Output: logFile, Timeout: 15 * time.Second})
+	if err != nil {
+		logFile.Close()
 		return nil, err
 	}
+	s.endpoint, s.pid = g.Endpoint, g.Pid
+	e.defer_(func() { g.Stop(); logFile.Close() })
 	s.client, err = minio.New(s.endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""),
 		Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
 	if err != nil {
@@ -113,19 +105,6 @@ func freeLoopback() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
-}
-
-func waitHTTP(u string, timeout time.Duration) error {
-	c := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if resp, err := c.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%s not healthy after %v", u, timeout)
 }
 
 func randHex(n int) string {

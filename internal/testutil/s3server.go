@@ -5,13 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,6 +16,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/chainvol/chainvol/internal/versitygw"
 )
 
 // S3Server is a running versitygw S3 gateway on loopback, started by
@@ -155,66 +154,33 @@ func startS3(t testing.TB, tls *s3TLS, o s3Options) S3Server {
 }
 
 func (s *S3Server) start(t testing.TB, bin string, tls *s3TLS) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	s.Endpoint = fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"--port", s.Endpoint, "--health", "/health", "--quiet"}
+	o := versitygw.Options{Bin: bin, Dir: s.Dir, AccessKey: s.AccessKey, SecretKey: s.SecretKey, Timeout: 10 * time.Second}
 	if s.iamDir != "" {
-		args = append(args, "--iam-dir", s.iamDir)
+		o.Args = append(o.Args, "--iam-dir", s.iamDir)
 	}
-	scheme, client := "http", &http.Client{Timeout: time.Second}
 	if tls != nil {
-		args = append(args, "--cert", tls.certFile, "--key", tls.keyFile)
-		scheme, client, s.CAFile = "https", tls.client(time.Second), tls.caFile
+		o.Args = append(o.Args, "--cert", tls.certFile, "--key", tls.keyFile)
+		o.Health, o.HTTPS, s.CAFile = tls.client(time.Second), true, tls.caFile
 	}
-	args = append(args, "posix")
 	if s.Versioned {
-		args = append(args, "--versioning-dir", t.TempDir()) // must exist
+		o.PosixArgs = []string{"--versioning-dir", t.TempDir()} // must exist
 	}
-	cmd := exec.Command(bin, append(args, s.Dir)...)
-	// Secrets go through the environment, not argv, so ps cannot show them.
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
 	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-	if err := waitHealthy(client, scheme+"://"+s.Endpoint+"/health", exited, 10*time.Second); err != nil {
-		stop()
+	o.Output = &out
+	g, err := versitygw.Start(o)
+	if err != nil {
 		return fmt.Errorf("%w; versitygw output:\n%s", err, out.String())
 	}
-	t.Cleanup(stop)
-	if err := s.makeBucket(client.Transport); err != nil {
+	s.Endpoint = g.Endpoint
+	t.Cleanup(g.Stop)
+	var transport http.RoundTripper // nil: minio-go's default
+	if o.Health != nil {
+		transport = o.Health.Transport
+	}
+	if err := s.makeBucket(transport); err != nil {
 		return fmt.Errorf("create bucket %s: %w", s.Bucket, err)
 	}
 	return nil
-}
-
-func waitHealthy(client *http.Client, healthURL string, exited <-chan struct{}, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("versitygw exited during start")
-		default:
-		}
-		if resp, err := client.Get(healthURL); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("versitygw not healthy after %v", timeout)
 }
 
 func (s S3Server) makeBucket(transport http.RoundTripper) error {
@@ -231,15 +197,6 @@ func (s S3Server) makeBucket(transport http.RoundTripper) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1", ObjectLocking: s.ObjectLock})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randHex(t testing.TB, n int) string {
