@@ -11,7 +11,7 @@ import (
 )
 
 func (a *app) newBackupCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "backup",
 		Short: "List, show, verify, remove, create, mount and serve backups",
 		Long: `Backups are named [TARGET:]CHAIN@BACKUP: TARGET a configured target name
@@ -21,11 +21,8 @@ func (a *app) newBackupCmd() *cobra.Command {
   chainvolctl backup show demo/data@latest -o json
   chainvolctl backup verify demo/data@latest --deep
   chainvolctl backup create --from /srv/disk.img --chain lab/disk1`,
-		RunE: groupRunE,
-	}
-	cmd.AddCommand(a.newBackupLsCmd(), a.newBackupShowCmd(), a.newBackupVerifyCmd(),
+	}, a.newBackupLsCmd(), a.newBackupShowCmd(), a.newBackupVerifyCmd(),
 		a.newBackupRmCmd(), a.newBackupForgetCmd(), a.newBackupCreateCmd(), a.newBackupMountCmd(), a.newBackupServeCmd())
-	return cmd
 }
 
 // backupRow is one backup in listings; JSON field names are stable.

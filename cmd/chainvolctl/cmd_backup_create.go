@@ -35,8 +35,7 @@ type createFlags struct {
 	freeze          bool // freeze a read-write mounted source for the copy
 	allowLive       bool // copy a read-write mounted source as it is
 	blockSize       int64
-	workers         int
-	interval        time.Duration
+	transferFlags
 }
 
 func (a *app) newBackupCreateCmd() *cobra.Command {
@@ -77,8 +76,7 @@ backup ends. --allow-live copies it anyway. A read-only mount is fine.`,
 	fl.BoolVar(&f.freeze, "freeze", false, "freeze a source mounted read-write for the whole backup (its writers wait until it ends) instead of refusing it")
 	fl.BoolVar(&f.allowLive, "allow-live", false, "copy a source mounted read-write as it is (torn: a restore of it needs journal recovery)")
 	fl.Int64Var(&f.blockSize, "block-size", 0, "block size of a new chain in bytes (default 2 MiB; fixed per chain)")
-	fl.IntVar(&f.workers, "workers", 0, "blocks processed in parallel (default 8)")
-	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
+	f.transferFlags.add(fl, "processed")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("chain")
 	return cmd

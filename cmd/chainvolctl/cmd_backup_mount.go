@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/chainvol/chainvol/pkg/lazy"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -66,10 +67,15 @@ directory of the image file it printed undo it.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: a.run(func(cmd *cobra.Command, argv []string) error { return a.backupMount(cmd, argv[0], argv[1], f) }),
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory of the cache file of fetched blocks (default: the system's temporary directory)")
-	fl.DurationVar(&f.retryFor, "retry-for", lazy.DefaultRetryFor, "how long a read retries a block the target fails to serve before it fails with EIO")
+	f.add(cmd.Flags(), "fails with EIO")
 	return cmd
+}
+
+// add registers --cache-dir and --retry-for; fails ends --retry-for's
+// help: what a read that is still refused then does.
+func (f *mountFlags) add(fl *pflag.FlagSet, fails string) {
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory of the cache file of fetched blocks (default: the system's temporary directory)")
+	fl.DurationVar(&f.retryFor, "retry-for", lazy.DefaultRetryFor, "how long a read retries a block the target fails to serve before it "+fails)
 }
 
 func (a *app) backupMount(cmd *cobra.Command, refArg, dir string, f mountFlags) error {

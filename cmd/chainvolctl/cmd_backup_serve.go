@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainvol/chainvol/pkg/backupweb"
-	"github.com/chainvol/chainvol/pkg/lazy"
 )
 
 // serveFlags are the options of "backup serve".
@@ -53,8 +52,7 @@ authenticated request, on Ctrl-C or SIGTERM. Needs root and /dev/fuse.`,
 	fl.StringVar(&f.cert, "cert", "", "PEM certificate file (default: a new self-signed one)")
 	fl.StringVar(&f.key, "key", "", "PEM private key file of --cert")
 	fl.DurationVar(&f.idle, "idle", 15*time.Minute, "exit after this long without an authenticated request")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory of the cache file of fetched blocks (default: the system's temporary directory)")
-	fl.DurationVar(&f.retryFor, "retry-for", lazy.DefaultRetryFor, "how long a read retries a block the target fails to serve before it fails")
+	f.mountFlags.add(fl, "fails")
 	_ = cmd.MarkFlagRequired("listen")
 	return cmd
 }

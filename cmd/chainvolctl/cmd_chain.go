@@ -11,7 +11,7 @@ import (
 )
 
 func (a *app) newChainCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "chain",
 		Short: "List the backup chains in a target",
 		Long: `A chain is the sequence of backups of one volume. Each backup uploads only
@@ -20,10 +20,7 @@ restores on its own. The driver names a volume's chain NAMESPACE/PVC when the
 provisioner passes PVC metadata, else _volume/NAME after the CSI volume name
 (docs/FORMAT.md §1).`,
 		Example: "  chainvolctl chain ls\n  chainvolctl chain ls --in offsite -o json",
-		RunE:    groupRunE,
-	}
-	cmd.AddCommand(a.newChainLsCmd(), a.newChainTakeOverCmd())
-	return cmd
+	}, a.newChainLsCmd(), a.newChainTakeOverCmd())
 }
 
 // chainRow summarises one chain; JSON field names are stable.

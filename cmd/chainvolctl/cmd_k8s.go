@@ -21,13 +21,10 @@ import (
 const defaultDriverName = "chainvol.csi.io"
 
 func (a *app) newK8sCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "k8s",
 		Short: "Make Kubernetes objects for the backups of a target",
-		RunE:  groupRunE,
-	}
-	cmd.AddCommand(a.newK8sImportCmd(), a.newK8sSnapshotCmd(), a.newK8sSourceCmd())
-	return cmd
+	}, a.newK8sImportCmd(), a.newK8sSnapshotCmd(), a.newK8sSourceCmd())
 }
 
 // importFlags are the flags of "k8s import".

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,8 +34,7 @@ type restoreResult struct {
 type restoreFlags struct {
 	to, checkpoint string
 	force          bool
-	workers        int
-	interval       time.Duration
+	transferFlags
 }
 
 func (a *app) newRestoreCmd() *cobra.Command {
@@ -75,8 +73,7 @@ succeeds.`,
 	requiredFlag(fl, &f.to, "to", "file or block device to restore onto")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file that makes the restore resumable (default: next to --to)")
 	fl.BoolVar(&f.force, "force", false, "overwrite an existing file or device")
-	fl.IntVar(&f.workers, "workers", 0, "blocks fetched in parallel (default 8)")
-	fl.DurationVar(&f.interval, "progress-interval", 5*time.Second, "interval of progress lines when stderr is not a terminal")
+	f.transferFlags.add(fl, "fetched")
 	return cmd
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 func (a *app) newTargetCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "target",
 		Short: "List the configured backup targets and check that they work",
 		Long: `Backup targets are where backup chains are stored: a local directory
@@ -27,10 +27,7 @@ They are configured with --target NAME=URL or CHAINVOL_TARGETS; with neither,
 the only target is "default", the driver's embedded file://STATE_DIR/backups.`,
 		Example: `  chainvolctl target ls
   chainvolctl --target a=file:///srv/backups --target b='s3://backups/x?endpoint=10.0.0.5:9000&region=us-east-1' target check`,
-		RunE: groupRunE,
-	}
-	cmd.AddCommand(a.newTargetLsCmd(), a.newTargetCheckCmd(), a.newTargetInitCmd())
-	return cmd
+	}, a.newTargetLsCmd(), a.newTargetCheckCmd(), a.newTargetInitCmd())
 }
 
 // targetRow is one target in listings; JSON field names are stable.

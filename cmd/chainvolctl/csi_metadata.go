@@ -21,7 +21,7 @@ type metadataFlags struct {
 }
 
 func (a *app) newCSIMetadataCmd(f *csiFlags) *cobra.Command {
-	cmd := &cobra.Command{
+	return parentCmd(&cobra.Command{
 		Use:   "snapshot-metadata",
 		Short: "Which ranges of a snapshot hold data, or changed between two (SnapshotMetadata service)",
 		Long: `Calls the driver's SnapshotMetadata service (CSI spec, KEP-3314's changed
@@ -37,10 +37,7 @@ zeroed file or device (allocated), made equal to SRC.`,
 		Example: `  chainvolctl csi snapshot-metadata allocated SNAPSHOT_ID -o json
   chainvolctl csi snapshot-metadata delta BASE_ID TARGET_ID
   chainvolctl csi snapshot-metadata delta BASE_ID TARGET_ID --apply /dev/block-of-target copy-of-base.img`,
-		RunE: groupRunE,
-	}
-	cmd.AddCommand(a.newCSIMetadataAllocatedCmd(f), a.newCSIMetadataDeltaCmd(f))
-	return cmd
+	}, a.newCSIMetadataAllocatedCmd(f), a.newCSIMetadataDeltaCmd(f))
 }
 
 func (m *metadataFlags) add(cmd *cobra.Command) {
