@@ -41,6 +41,18 @@ func (p *proc) opened(s *State, sc *Scope, held uint8) {
 // release stops the refresher and deletes the lock, then continues at ret.
 func (p *proc) release(ret uint8) { p.ret, p.pc = ret, pcRelease }
 
+// retry takes the writer lease again, continuing at held, after a live gc
+// lock made the writer release it; after Scope.Tries attempts the backup
+// fails (pkg/s3chain lease.go holdWriter: ErrChainBusy). The writers of
+// both protocols retry so.
+func (p *proc) retry(s *State, sc *Scope, held uint8) {
+	if p.tries++; p.tries >= sc.Tries {
+		p.pc, p.failed = pcDone, true
+		return
+	}
+	p.hold(s, sc, held)
+}
+
 // stepLease runs the shared pcs; it reports whether pc was one of them.
 func stepLease(s *State, sc *Scope, i int) bool {
 	p := &s.p[i]

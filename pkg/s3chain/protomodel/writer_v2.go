@@ -60,11 +60,7 @@ func stepWriterV2(s *State, sc *Scope, i int) {
 		}
 		p.await(opGetCfg, 0, w2Checked)
 	case w2Retry:
-		if p.tries++; p.tries >= sc.Tries {
-			p.pc, p.failed = pcDone, true
-			return
-		}
-		p.hold(s, sc, w2Held)
+		p.retry(s, sc, w2Held)
 	default:
 		stepWriterV2Commit(s, sc, i, w)
 	}

@@ -57,11 +57,7 @@ func stepWriterV3(s *State, sc *Scope, i int) {
 			nextBlockV3(s, sc, i)
 		}
 	case w3Retry:
-		if p.tries++; p.tries >= sc.Tries {
-			p.pc, p.failed = pcDone, true
-			return
-		}
-		p.hold(s, sc, w3Held)
+		p.retry(s, sc, w3Held)
 	case w3Parent:
 		if p.respOK {
 			p.skip = p.respVal
