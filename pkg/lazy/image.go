@@ -84,6 +84,7 @@ type Image struct {
 	gaveUp      map[int64]time.Time // when a block's fetch last ran out of retries
 	marked      int64               // blocks marked in have
 	markedBytes int64               // their bytes
+	warmed      map[int64]bool      // blocks of the cache file asked into the page cache (warm)
 
 	// demand counts the reads and partial writes waiting for an unmarked
 	// block: hydration narrows while there are (priority.go).
@@ -206,10 +207,7 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 	if err := im.ensure(ctx, i); err != nil {
 		return err
 	}
-	if _, err := im.cache.ReadAt(part, pos); err != nil {
-		return fmt.Errorf("lazy image cache: read block %d: %w", i, err)
-	}
-	return nil
+	return im.readCache(i, part, pos)
 }
 
 // ensure returns once block i is in the cache, fetching it or waiting for

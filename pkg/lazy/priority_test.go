@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // crowdSource is a faultSource that counts, while the test says so
@@ -112,5 +115,51 @@ func TestReadJoinsHydrationFetch(t *testing.T) {
 	}
 	if n := s.readsOf(0); n != 1 {
 		t.Fatalf("block 0 fetched %d times, want 1 (the reader waited for hydration's fetch)", n)
+	}
+}
+
+// A read of a hydrated block that is not in the page cache (hydration
+// writes with O_DIRECT) takes the disk path of readCache: it returns the
+// block's bytes, in reads that straddle blocks too, and asks the kernel
+// for the whole block once (warm).
+func TestReadOfHydratedBlockFromDisk(t *testing.T) {
+	const bs = 1 << 16
+	s := newFaultSource(t, 6*bs, bs, 4)
+	im, data, _ := newWritable(t, s, 5*time.Second)
+	if err := im.Hydrate(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	evict(t, data)
+	for _, r := range [][2]int64{{bs + 10, 100}, {2*bs - 50, 4000}, {4*bs - 7, 20}, {3 * bs, 2 * bs}} {
+		buf := make([]byte, r[1])
+		if _, err := im.ReadAt(buf, r[0]); err != nil || !bytes.Equal(buf, s.data[r[0]:r[0]+r[1]]) {
+			t.Fatalf("read of %d bytes at %d from the disk: %v, or wrong bytes", r[1], r[0], err)
+		}
+	}
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	for _, i := range []int64{1, 2, 3} {
+		if !im.warmed[i] {
+			t.Errorf("block %d read from the disk was not warmed: the read did not take the disk path", i)
+		}
+	}
+	if im.warmed[4] {
+		t.Error("zero block 4 was warmed")
+	}
+}
+
+// evict drops path's pages from the page cache (written back first).
+func evict(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
 	}
 }
