@@ -87,7 +87,8 @@ type Image struct {
 	warmed      map[int64]bool      // blocks of the cache file asked into the page cache (warm)
 
 	// demand counts the reads and partial writes waiting for an unmarked
-	// block: hydration narrows while there are (priority.go).
+	// block or for the disk (readCache): hydration narrows while there are
+	// (priority.go).
 	demand priority
 
 	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64

@@ -14,7 +14,7 @@ import (
 const narrowTo = 1
 
 // demandLinger is how long hydration stays narrowed after the last read
-// that waited for a block got it. A filesystem reads a file as a chain of
+// that waited for a block (or the disk) got it. A filesystem reads a file as a chain of
 // dependent block reads (directory, inode table, extents, data), each
 // issued after the one before returned, through a FUSE and loop round
 // trip: hydration widening in those gaps started a full set of fetches
@@ -23,14 +23,15 @@ const narrowTo = 1
 const demandLinger = 100 * time.Millisecond
 
 // priority puts the fetches reads wait for before hydration's: while a
-// read or a partial write waits for an unmarked block, and for linger
-// after the last one did, hydration holds at most narrowTo fetches in
-// flight (Hydrate's workers take a slot, background, before each block).
-// A speed rule only: what is fetched, and when it is marked, is as
-// without it. Its zero value is ready (linger demandLinger).
+// read or a partial write waits for an unmarked block or for the disk
+// (readCache), and for linger after the last one did, hydration holds at
+// most narrowTo fetches in flight (Hydrate's workers take a slot,
+// background, before each block). A speed rule only: what is fetched,
+// and when it is marked, is as without it. Its zero value is ready
+// (linger demandLinger).
 type priority struct {
 	mu      sync.Mutex
-	waiting int64         // reads and partial writes waiting for an unmarked block
+	waiting int64         // reads and partial writes waiting for an unmarked block or the disk
 	last    time.Time     // when waiting last fell to 0
 	running int           // hydration fetches holding a slot
 	changed chan struct{} // closed at every change of the above (nil: none waits)
