@@ -15,8 +15,8 @@ const recordEvery = time.Second
 
 // Hydrate fetches every unmarked block of a writable image into its data
 // file, workers at a time (≥ 1), lowest block first; on-demand reads and
-// writes join it through the blocks' single flight, and it never writes
-// a marked block. A fetch failing with other than a Permanent error is
+// writes join it through the blocks' single flight and come first (while
+// they wait it narrows: priority), and it never writes a marked block. A fetch failing with other than a Permanent error is
 // tried again after a backoff (1 s doubling to 30 s) until ctx ends. The
 // record is written at most every recordEvery and once at the end: after
 // a restart, OpenWritable resumes from it. It returns nil once every
@@ -35,8 +35,13 @@ func (im *Image) Hydrate(ctx context.Context, workers int) error {
 		go func() {
 			defer wg.Done()
 			for i := range todo {
-				im.yield(ctx)
-				if err := im.hydrateBlock(ctx, i); err != nil {
+				release, ok := im.demand.background(ctx)
+				if !ok {
+					continue // ended: feed stops, todo closes
+				}
+				err := im.hydrateBlock(ctx, i)
+				release()
+				if err != nil {
 					cancel(err)
 				}
 			}
@@ -69,26 +74,6 @@ func (im *Image) feed(ctx context.Context, todo chan<- int64) {
 		case todo <- i:
 		case <-ctx.Done():
 			return
-		}
-	}
-}
-
-// yieldFor bounds how long a hydration worker holds back for one block
-// while reads wait (yield): hydration goes on under a steady read load,
-// which fetches blocks itself meanwhile.
-const yieldFor = 100 * time.Millisecond
-
-// yield holds a hydration worker back, up to yieldFor, while a read or a
-// partial write waits for a block (Image.demand): its fetch then shares
-// the target and the cores with fewer background ones (the bench measured
-// a 1 MiB file read at 5× one GET behind 8 hydration fetches). A speed
-// rule only: what is fetched, and when it is marked, is as without it.
-func (im *Image) yield(ctx context.Context) {
-	for deadline := time.Now().Add(yieldFor); im.demand.Load() > 0 && time.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }

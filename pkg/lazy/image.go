@@ -84,10 +84,12 @@ type Image struct {
 	gaveUp      map[int64]time.Time // when a block's fetch last ran out of retries
 	marked      int64               // blocks marked in have
 	markedBytes int64               // their bytes
+	warmed      map[int64]bool      // blocks of the cache file asked into the page cache (warm)
 
 	// demand counts the reads and partial writes waiting for an unmarked
-	// block: hydration starts no fetch while there are (yield).
-	demand atomic.Int64
+	// block or for the disk (readCache): hydration narrows while there are
+	// (priority.go).
+	demand priority
 
 	fetched, fetchedBytes, fetchedData, retries, failures atomic.Int64
 	dataBlocks                                            int64
@@ -102,6 +104,9 @@ type Image struct {
 type fetch struct {
 	done chan struct{}
 	err  error
+	// wanted is set by a reader that waits for a hydration's fetch: the
+	// block is then written through the page cache (writeFetched).
+	wanted atomic.Bool
 }
 
 // New returns a lazy image of src with an empty cache. Errors: the cache
@@ -203,10 +208,7 @@ func (im *Image) readIn(ctx context.Context, i int64, part []byte, pos int64) er
 	if err := im.ensure(ctx, i); err != nil {
 		return err
 	}
-	if _, err := im.cache.ReadAt(part, pos); err != nil {
-		return fmt.Errorf("lazy image cache: read block %d: %w", i, err)
-	}
-	return nil
+	return im.readCache(i, part, pos)
 }
 
 // ensure returns once block i is in the cache, fetching it or waiting for
@@ -217,6 +219,7 @@ func (im *Image) ensure(ctx context.Context, i int64) error {
 	}
 	im.demand.Add(1)
 	defer im.demand.Add(-1)
+	im.want(i)
 	until := time.Now().Add(im.opts.RetryFor)
 	return im.underBlock(ctx, i, func() error {
 		// The leader's fetch is not bound to its own reader's context: the
@@ -224,6 +227,25 @@ func (im *Image) ensure(ctx context.Context, i int64) error {
 		// gives up.
 		return im.fetchRetrying(context.WithoutCancel(ctx), i, until)
 	})
+}
+
+// want marks the fetch of block i in flight, if any, as wanted by a
+// reader.
+func (im *Image) want(i int64) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if f := im.inflight[i]; f != nil {
+		f.wanted.Store(true)
+	}
+}
+
+// wanted reports whether a reader waits for the fetch of block i in
+// flight.
+func (im *Image) wanted(i int64) bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	f := im.inflight[i]
+	return f != nil && f.wanted.Load()
 }
 
 // isMarked reports whether block i is in the cache.
@@ -313,7 +335,7 @@ func (im *Image) fetchRetrying(ctx context.Context, i int64, until time.Time) er
 	defer cancel()
 	wait := 100 * time.Millisecond
 	for {
-		err := im.fetchOne(ctx, i)
+		err := im.fetchOne(ctx, i, background)
 		if err == nil {
 			return nil
 		}
@@ -365,14 +387,19 @@ func (im *Image) cacheDir() string {
 }
 
 // writeFetched writes a fetched block's data at off of the cache: with
-// O_DIRECT when the cache has a direct descriptor (directio.WriteAt),
-// which a hydration writing every block of a large volume once needs (its
-// buffered writes were most of its CPU: docs/BENCHMARKS.md "Instant
-// restore"). The page cache stays coherent: the kernel writes back and
-// drops the range's cached pages around a direct write, and no write of
-// the application is pending on an unmarked block (rule 8).
-func (im *Image) writeFetched(data []byte, off int64) error {
-	if im.direct == nil {
+// O_DIRECT when the cache has a direct descriptor (directio.WriteAt) and
+// no reader waits for the block (background), which a hydration writing
+// every block of a large volume once needs (its buffered writes were most
+// of its CPU: docs/BENCHMARKS.md "Instant restore"). A block a reader
+// waits for goes through the page cache: the write returns without
+// waiting for the disk, which hydration's direct writes keep busy, and
+// the reader's read of it, and the filesystem's next reads of the same
+// block, are served from memory (they took 20-60 ms each behind
+// hydration's writes). The page cache stays coherent: the kernel writes
+// back and drops the range's cached pages around a direct write, and no
+// write of the application is pending on an unmarked block (rule 8).
+func (im *Image) writeFetched(data []byte, off int64, background bool) error {
+	if im.direct == nil || !background {
 		_, err := im.cache.WriteAt(data, off)
 		return err
 	}
@@ -389,8 +416,9 @@ func (im *Image) writeFetched(data []byte, off int64) error {
 	return directio.WriteAt(im.direct, im.cache, data, off, buf)
 }
 
-// fetchOne fetches, verifies (Source.ReadBlock) and caches block i once.
-func (im *Image) fetchOne(ctx context.Context, i int64) error {
+// fetchOne fetches, verifies (Source.ReadBlock) and caches block i once;
+// background is a hydration's fetch (writeFetched).
+func (im *Image) fetchOne(ctx context.Context, i int64, background bool) error {
 	start := time.Now()
 	data, n, err := im.src.ReadBlock(ctx, i, nil, nil)
 	if want := im.src.BlockLen(i); err == nil && int64(len(data)) != want {
@@ -398,7 +426,7 @@ func (im *Image) fetchOne(ctx context.Context, i int64) error {
 		err = fmt.Errorf("%w: block %d: %d bytes, want %d", errWrongLength, i, len(data), want)
 	}
 	if err == nil {
-		err = im.writeFetched(data, i*im.src.BlockSize())
+		err = im.writeFetched(data, i*im.src.BlockSize(), background && !im.wanted(i))
 		if err != nil {
 			err = fmt.Errorf("%w (--cache-dir %s): write block %d: %w", errCache, im.cacheDir(), i, err)
 		}
