@@ -22,41 +22,24 @@ import (
 // (log recovery) and checks the file: the old content or the new, never
 // missing or torn, and the new one once the operation has returned.
 
-const (
-	xfsIOCGoingDown  = 0x8004587d // _IOR('X', 125, __u32), <xfs/xfs_fs.h>
-	xfsNoLogFlush    = 2          // XFS_FSOP_GOING_FLAGS_NOLOGFLUSH
-	crashFSSizeBytes = 320 << 20  // mkfs.xfs's minimum is 300 MiB
-)
+const crashFSSizeBytes = 320 << 20 // mkfs.xfs's minimum is 300 MiB
 
 // crashFS is a mounted XFS filesystem that the test can crash.
 type crashFS struct {
-	t        *testing.T
-	dev, mnt string
+	t   *testing.T
+	mnt string
 }
 
 func newCrashFS(t *testing.T) *crashFS {
-	mnt := testutil.LoopFS(t, "xfs", crashFSSizeBytes)
-	return &crashFS{t: t, mnt: mnt, dev: testutil.Run(t, "findmnt", "-n", "-o", "SOURCE", "--target", mnt)}
+	return &crashFS{t: t, mnt: testutil.LoopFS(t, "xfs", crashFSSizeBytes)}
 }
 
 // shutdown stops the filesystem dead: later I/O fails with EIO and the
-// in-memory log is dropped.
-func (c *crashFS) shutdown() {
-	fd, err := unix.Open(c.mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.IoctlSetPointerInt(fd, xfsIOCGoingDown, xfsNoLogFlush); err != nil {
-		c.t.Fatalf("XFS_IOC_GOINGDOWN: %v", err)
-	}
-}
+// in-memory log is dropped (testutil.PowerLoss).
+func (c *crashFS) shutdown() { testutil.PowerLoss(c.t, c.mnt) }
 
 // remount unmounts the shut-down filesystem and mounts it again.
-func (c *crashFS) remount() {
-	testutil.Run(c.t, "umount", c.mnt)
-	testutil.Run(c.t, "mount", c.dev, c.mnt)
-}
+func (c *crashFS) remount() { testutil.Remount(c.t, c.mnt) }
 
 // op is an operation under test: setup makes the state before it (durably)
 // and returns what path holds then (nil: absent); run does it.

@@ -31,7 +31,7 @@ const (
 
 // allSteps are the crash points the deterministic test must reach.
 var allSteps = []string{
-	"create:reserved", "create:synced", "create:published", "create:ready",
+	"create:synced", "create:published", "create:ready",
 	"resize:grown", "resize:recorded", "delete:marked", "delete:removed", "delete:dropped",
 }
 

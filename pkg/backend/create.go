@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // Create makes a new lvol, or returns the ready one of the same Kind and Name
@@ -18,14 +21,16 @@ import (
 // SizeBytes. A snapshot normally has a SourceID; one without is an empty lvol
 // (a restore target). Labels with empty values are dropped.
 //
-// Steps, each crash-safe: reserve a "creating" record; make the data file in
-// tmp/ and fsync it; rename it into lvols/ and fsync the directory; mark the
-// record "ready". Any failure undoes what was done.
+// Steps, each crash-safe: make the data file in lvols/ and fsync it, fsync
+// the directory, commit the record "ready" (create). Any failure undoes
+// what was done.
 //
 // Errors: ErrInvalid (kind, empty or over-long name, size <= 0 without
 // source, size below the source's), ErrExists (same name, other size or
 // source), ErrNotFound (SourceID unknown or malformed), ErrNoSpace (size over
-// the filesystem's total, or ENOSPC while copying), ctx's error.
+// the filesystem's total, or ENOSPC while copying), ctx's error; one that
+// errors.Is fs.ErrExist when the new id's data file exists without a
+// record (left by a crash: the retry draws another id).
 func (p *FilePool) Create(ctx context.Context, o CreateOptions) (LVol, error) {
 	if err := validateCreate(o); err != nil {
 		return LVol{}, err
@@ -67,62 +72,65 @@ func (p *FilePool) Create(ctx context.Context, o CreateOptions) (LVol, error) {
 	return p.create(ctx, o, src, size)
 }
 
-// create runs the crash-safe steps of Create for a new lvol of size bytes.
+// create runs the crash-safe steps of Create for a new lvol of size bytes:
+// the data file is made and made durable under its final name (makeData),
+// and only then is its record committed, ready, in one transaction. A
+// crash before that commit leaves a data file in lvols/ that no record
+// claims, which Open removes (recover); after it, a whole lvol. One commit
+// rather than a "creating" record first and "ready" after: each bbolt
+// commit is two device flushes, and the record had nothing to undo that
+// recover's sweep of lvols/ does not (docs/BENCHMARKS.md, session 10).
 func (p *FilePool) create(ctx context.Context, o CreateOptions, src record, size int64) (LVol, error) {
 	id, err := newID(o.Kind)
 	if err != nil {
 		return LVol{}, err
 	}
-	r := record{State: stateCreating, LVol: LVol{
+	r := record{State: stateReady, LVol: LVol{
 		ID: id, Name: o.Name, Kind: o.Kind, SizeBytes: size, SourceID: o.SourceID,
 		CreatedAt: time.Now().UTC(), Labels: mergeLabels(nil, o.Labels),
 	}}
-	if err := p.meta.reserve(r); err != nil {
-		return LVol{}, err
-	}
-	crashPoint("create:reserved")
 	if err := p.makeData(ctx, r, src); err != nil {
-		p.undoCreate(r)
+		if !errors.Is(err, fs.ErrExist) { // the O_EXCL create failed: not ours to remove
+			p.undoData(r.ID)
+		}
 		return LVol{}, err
 	}
-	ready, err := p.meta.update(id, func(r *record) error { r.State = stateReady; return nil })
-	if err != nil {
-		p.undoCreate(r)
+	if err := p.meta.insert(r); err != nil {
+		p.undoData(r.ID)
 		return LVol{}, err
 	}
 	crashPoint("create:ready")
-	return ready.LVol, nil
+	return r.LVol, nil
 }
 
-// makeData makes r's data file in tmp/, then publishes it into lvols/.
+// makeData makes r's data file in lvols/ (O_EXCL, so an id whose file
+// exists is refused, never overwritten), fsynced, then fsyncs lvols/ so
+// that its name survives a crash too: the file is durable and whole
+// before any record names it. Errors: those of makeClone and makeEmpty
+// (fs.ErrExist for an existing file), the directory's fsync.
 func (p *FilePool) makeData(ctx context.Context, r record, src record) error {
-	tmp := p.tmpPath(r.ID)
+	path := p.dataPath(r.ID)
 	var err error
 	if src.ID != "" {
-		err = makeClone(ctx, tmp, p.dataPath(src.ID), r.SizeBytes, p.reflink)
+		err = makeClone(ctx, path, p.dataPath(src.ID), r.SizeBytes, p.reflink)
 	} else {
-		err = makeEmpty(tmp, r.SizeBytes)
+		err = makeEmpty(path, r.SizeBytes)
 	}
 	if err != nil {
 		return err
 	}
 	crashPoint("create:synced")
-	if err := publish(tmp, p.dataPath(r.ID)); err != nil {
-		return err
+	if err := durable.SyncDir(p.dataDir); err != nil {
+		return fmt.Errorf("publish data file: %w", err)
 	}
 	crashPoint("create:published")
 	return nil
 }
 
-// undoCreate removes what a failed create made, best effort: what it cannot
-// remove, the next Create of the name or the next Open finishes.
-func (p *FilePool) undoCreate(r record) {
-	for _, path := range []string{p.tmpPath(r.ID), p.dataPath(r.ID)} {
-		if err := removeData(path); err != nil {
-			klog.ErrorS(err, "Undo create: cannot remove data file", "id", r.ID, "path", path)
-		}
-	}
-	if err := p.meta.drop(r.ID); err != nil {
-		klog.ErrorS(err, "Undo create: cannot drop record", "id", r.ID)
+// undoData removes the data file a failed create made, best effort: what
+// it cannot remove has no record, and the next Open removes it.
+func (p *FilePool) undoData(id string) {
+	if err := removeData(p.dataPath(id)); err != nil {
+		klog.ErrorS(err, "Undo create: cannot remove data file", "id", id, "path", p.dataPath(id))
 	}
 }

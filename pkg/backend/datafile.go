@@ -92,15 +92,6 @@ func makeClone(ctx context.Context, path, srcPath string, size int64, reflink bo
 	return dst.Close()
 }
 
-// publish renames tmp onto final durably (durable.Rename), so that after it
-// returns the data file survives a power loss under its final name.
-func publish(tmp, final string) error {
-	if err := durable.Rename(tmp, final); err != nil {
-		return fmt.Errorf("publish data file: %w", err)
-	}
-	return nil
-}
-
 // removeData removes path (absent is fine) and fsyncs its directory.
 func removeData(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -18,13 +18,14 @@ import (
 // every shared extent of every lvol could still allocate. A device range
 // flagged shared and held by r of the pool's lvols counts r-1 times, and
 // once when r is 1 (its other holder is outside the list: a file being
-// made in tmp/); ranges not shared count nothing. It reads the extent maps
-// with FIEMAP, without flushing: O(extents), no data read. A pool without
-// reflink has no debt. The lvols named in except count as deleted: a range
-// they share with one other lvol costs nothing more (they are read all the
-// same, since the others' extents stay flagged shared until XFS frees the
-// deleted blocks, in the background). Errors: the metadata's, ctx's, a
-// FIEMAP failure (an lvol deleted meanwhile is skipped).
+// made, not yet recorded); ranges not shared count nothing. It reads the
+// extent maps with FIEMAP, without flushing: O(extents), no data read. A
+// pool without reflink has no debt. The lvols named in except count as
+// deleted: a range they share with one other lvol costs nothing more (they
+// are read all the same, since the others' extents stay flagged shared
+// until XFS frees the deleted blocks, in the background). Errors: the
+// metadata's, ctx's, a FIEMAP failure (an lvol deleted meanwhile is
+// skipped).
 func (p *FilePool) CoWDebt(ctx context.Context, except ...string) (int64, error) {
 	if !p.reflink {
 		return 0, nil

@@ -5,10 +5,11 @@
 //
 // Snapshots and clones are reflinks (FICLONE), so they cost O(1) whatever
 // the size; on a filesystem without reflink they fall back to sparse-aware
-// full copies. Every mutation is crash-safe: it reserves a record first,
-// makes data under a temporary name, fsyncs, renames into place and only
-// then marks the record ready; Open rolls any interrupted step back or
-// forward and removes orphan files.
+// full copies. Every mutation is crash-safe: a create makes and fsyncs the
+// data file (and its directory) before it commits the ready record; a
+// delete marks the record first; a resize grows the file before it records
+// the size. Open rolls any interrupted step back or forward and removes
+// data files no ready record claims.
 //
 // What this package must never do:
 //   - let an id that does not match IDPattern reach a path or a key: such ids

@@ -13,8 +13,10 @@ import (
 // FilePool is a Pool kept in one directory of the node:
 //
 //	DIR/pool.db          bbolt metadata: records by id, name indexes per kind
-//	DIR/lvols/<id>.img   one sparse data file per ready lvol
-//	DIR/tmp/<id>.img     data files being made, renamed into lvols/ when whole
+//	DIR/lvols/<id>.img   one sparse data file per ready lvol (and, until its
+//	                     record is committed, per lvol being made)
+//	DIR/tmp/             the reflink probe's files; data files being made by
+//	                     drivers before session 10 (renamed into lvols/)
 //
 // It is safe for concurrent use within one process; bbolt's file lock keeps a
 // second process from opening the same pool.

@@ -132,9 +132,9 @@ func (m *metaStore) all() ([]record, error) {
 	return out, err
 }
 
-// reserve stores r and its name index entry in one transaction.
-// Errors: ErrExists when the name or id is already taken.
-func (m *metaStore) reserve(r record) error {
+// insert stores the new record r and its name index entry in one
+// transaction. Errors: ErrExists when the name or id is already taken.
+func (m *metaStore) insert(r record) error {
 	return m.db.Update(func(tx *bbolt.Tx) error {
 		names := tx.Bucket(nameBucket(r.Kind))
 		if names.Get([]byte(r.Name)) != nil {

@@ -162,8 +162,16 @@ func (vr volumeRequest) want(srcID string, r *csi.CapacityRange) volume.Want {
 // cloneFSType settles the filesystem type of a clone of src (the zero
 // LVol for an empty volume) by settleFSType, after the rule for a change
 // of access type (volume.CheckModeChange: a Block source mounts only when
-// it holds a filesystem).
+// it holds a filesystem). A Block clone of a Block source keeps the
+// source's label, as a snapshot does (volume.SnapshotRecord), without
+// reading the bytes: no rule can refuse it, and no one trusts a Block
+// volume's label (a mount clone, a snapshot's mount clone and a backup
+// read the bytes again, sourceFSType), while blkid's exec took longer
+// than the clone's reflink (docs/BENCHMARKS.md, session 10).
 func (d *controller) cloneFSType(ctx context.Context, vr volumeRequest, src backend.LVol) (string, error) {
+	if rec := volume.Of(src); vr.access == volume.AccessBlock && rec.AccessType == volume.AccessBlock {
+		return rec.FSType, nil
+	}
 	fs, err := d.sourceFSType(ctx, src)
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,13 +94,11 @@ func loopBacks(dev, file string) (ok bool, why string) {
 	if dev == "" {
 		return false, "the device is gone"
 	}
-	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, err.Error()
-	}
-	defer unix.Close(fd)
-	info, err := unix.IoctlLoopGetStatus64(fd)
+	info, err := loopStatus(dev)
+	var pe *fs.PathError
 	switch {
+	case errors.As(err, &pe):
+		return false, pe.Err.Error() // open failed
 	case errors.Is(err, unix.ENXIO):
 		return false, "it is no longer bound to any file (detached)"
 	case errors.Is(err, unix.EIO):
