@@ -72,7 +72,9 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, volumeError("create lvol", err)
 	}
-	d.vols.SpaceChanged() // a clone shares its source's blocks: more to pay when rewritten
+	if src.ID != "" {
+		d.vols.ReflinkMade(src.ID) // a clone shares its source's blocks: more to pay when rewritten
+	}
 	klog.InfoS("volume created", "volume", lv.ID, "name", lv.Name, "size", lv.SizeBytes, "source", src.ID)
 	return d.volumeResponse(lv, vr.source), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/pkg/backend"
@@ -50,6 +51,29 @@ func (m *Manager) SpaceChanged() {
 	}
 }
 
+// ReflinkMade tells the space watch that a snapshot or clone of lvol
+// sourceID was made: the copy-on-write debt grew by at most the source's
+// allocated bytes (each of them is now shared once more). The watch
+// counts that bound against its statfs at its next period and measures
+// again only when the bound could take the pool below its reserve,
+// rather than at once (SpaceChanged): a measure reads the extent map of
+// every lvol, and the one after a snapshot held the source's inode lock
+// against the reflink of the clone that followed it (docs/BENCHMARKS.md,
+// session 10). When the source cannot be stat'ed, it is SpaceChanged.
+// It never blocks.
+func (m *Manager) ReflinkMade(sourceID string) {
+	var st unix.Stat_t
+	path, err := m.pool.DataPath(sourceID)
+	if err == nil {
+		err = unix.Stat(path, &st)
+	}
+	if err != nil {
+		m.SpaceChanged()
+		return
+	}
+	m.debtBound.Add(st.Blocks * 512)
+}
+
 // WatchSpace keeps the bases' budget (keepBudget) until ctx ends; the
 // driver runs it for its lifetime. See spaceWatchEvery for its costs.
 func (m *Manager) WatchSpace(ctx context.Context) {
@@ -60,11 +84,13 @@ func (m *Manager) WatchSpace(ctx context.Context) {
 	kicked := true
 	for {
 		c, err := m.pool.Capacity(ctx)
+		grown := m.debtBound.Load() // reflinks since the last measure began (ReflinkMade)
 		stale := kicked || time.Since(at) >= spaceMeasureEvery ||
-			(err == nil && (room{available: c.AvailableBytes, reserve: last.reserve, pending: last.pending, debt: last.debt}).short() > 0)
+			(err == nil && (room{available: c.AvailableBytes, reserve: last.reserve, pending: last.pending, debt: last.debt + grown}).short() > 0)
 		if stale {
 			if r, err := m.keepBudget(ctx); err == nil {
 				last, at = r, time.Now()
+				m.debtBound.Add(-grown) // measured; later reflinks stay counted
 			}
 		}
 		kicked = false

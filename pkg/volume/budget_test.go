@@ -270,3 +270,48 @@ func TestSpaceHolds(t *testing.T) {
 	t.Logf("%d volumes, %d snapshots, %d chunks of new data written, %d refused, %d bytes available, %d bases dropped",
 		len(s.vols), len(s.snaps), s.writes, s.refused, c.AvailableBytes, m.BasesDroppedForSpace())
 }
+
+// TestReflinkMadeBound: a snapshot adds its source's allocated bytes to
+// the watch's bound (ReflinkMade) without a measure of the pool while the
+// bound leaves the reserve whole; SpaceChanged measures (the bound is
+// cleared); a bound that could take the pool below its reserve is
+// measured at the watch's next period, and the bases that break it are
+// dropped as before.
+func TestReflinkMadeBound(t *testing.T) {
+	ctx := context.Background()
+	pool, m := spacePool(t, 2<<30)
+	v, err := pool.Create(ctx, backend.CreateOptions{Name: "v", Kind: backend.KindVolume, SizeBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustOK(writeChunks(pool, v.ID, 0, 25)) // 100 MiB
+	time.Sleep(3 * spaceWatchEvery)        // the watch's first measure is done
+	takeBase(t, m, v, "small")
+	time.Sleep(3 * spaceWatchEvery)
+	if got, want := m.debtBound.Load(), allocated(t, pool, v.ID); got != want {
+		t.Fatalf("bound after a snapshot = %d, want the source's %d allocated bytes, not measured", got, want)
+	}
+	waitBound := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); m.debtBound.Load() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: bound still %d: the watch did not measure", what, m.debtBound.Load())
+			}
+		}
+	}
+	m.SpaceChanged()
+	waitBound("SpaceChanged")
+	mustOK(writeChunks(pool, v.ID, 25, 200)) // 900 MiB in all: two bases could cost 1.8 GiB
+	takeBase(t, m, v, "big-1")
+	takeBase(t, m, v, "big-2")
+	waitBound("a bound past the reserve")
+	if n := m.BasesDroppedForSpace(); n == 0 {
+		t.Error("no base dropped though two of 900 MiB could not be paid")
+	}
+}

@@ -45,6 +45,9 @@ type Manager struct {
 	// wakes WatchSpace (SpaceChanged).
 	droppedForSpace atomic.Int64
 	spaceKick       chan struct{}
+	// debtBound is the copy-on-write debt reflinks may have added since
+	// the space watch's last measure began, in bytes (ReflinkMade).
+	debtBound atomic.Int64
 	// backupNames and backupGroups record backup snapshot and group
 	// snapshot names (names.go).
 	backupNames, backupGroups *nameStore
@@ -191,15 +194,21 @@ func (m *Manager) dropRestoreState(id string) {
 
 // CreateSnapshot creates a snapshot lvol recording rec (o.Labels is
 // ignored), indexes its backup reference and tells the space watch that
-// the copy-on-write debt grew (SpaceChanged). Errors: those of Pool.Create.
+// the copy-on-write debt grew (ReflinkMade; SpaceChanged for one without
+// a source). Errors: those of Pool.Create.
 func (m *Manager) CreateSnapshot(ctx context.Context, o backend.CreateOptions, rec Record) (backend.LVol, error) {
 	o.Kind, o.Labels = backend.KindSnapshot, rec.Encode()
 	lv, err := m.pool.Create(ctx, o)
-	if err == nil {
-		m.refs.add(lv)
+	if err != nil {
+		return lv, err
+	}
+	m.refs.add(lv)
+	if o.SourceID != "" {
+		m.ReflinkMade(o.SourceID)
+	} else {
 		m.SpaceChanged()
 	}
-	return lv, err
+	return lv, nil
 }
 
 // SnapshotOfBackup returns the local snapshot carrying backup snapshot id
