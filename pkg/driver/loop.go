@@ -46,15 +46,10 @@ func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 	if err := unix.Stat(file, &st); err != nil {
 		return nil, fmt.Errorf("find the loop devices of %s: %w", file, err)
 	}
-	blocks, _ := os.ReadDir("/sys/block")
 	var devs []string
-	for _, b := range blocks {
+	for _, name := range sysLoops() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
-		}
-		name := b.Name()
-		if !strings.HasPrefix(name, "loop") {
-			continue
 		}
 		if _, err := os.Stat(filepath.Join("/sys/block", name, "loop")); err != nil {
 			continue // not bound to a file
@@ -70,8 +65,22 @@ func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 			devs = append(devs, dev)
 		}
 	}
-	slices.SortFunc(devs, func(a, b string) int { return cmp.Compare(loopNumber(a), loopNumber(b)) })
 	return devs, nil
+}
+
+// sysLoops returns the names of the loop devices (loopN) in /sys/block,
+// in device order: one directory read, where a glob of
+// /sys/block/loop*/loop also opened every device's directory.
+func sysLoops() []string {
+	ents, _ := os.ReadDir("/sys/block")
+	var names []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "loop") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(loopNumber(a), loopNumber(b)) })
+	return names
 }
 
 // loopStatus is LOOP_GET_STATUS64 of loop device dev (its backing file's

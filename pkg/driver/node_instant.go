@@ -39,13 +39,13 @@ func (d *core) deviceOf(ctx context.Context, id, file string) (string, error) {
 // from sysfs (/sys/block/loopN/loop/backing_file) rather than with losetup
 // --associated, which stats path: the FUSE file of a killed driver answers
 // ENOTCONN, and the loop device over it must still be found to be detached.
+// In device order (sysLoops).
 func loopsBacking(path string) []string {
-	matches, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	var devs []string
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err == nil && strings.TrimSpace(string(b)) == path {
-			devs = append(devs, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(m))))
+	for _, name := range sysLoops() {
+		b, err := os.ReadFile(filepath.Join("/sys/block", name, "loop", "backing_file"))
+		if err == nil && strings.TrimSpace(string(b)) == path { // unbound: no such file
+			devs = append(devs, "/dev/"+name)
 		}
 	}
 	return devs
