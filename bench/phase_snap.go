@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 )
 
 // snapClone times CSI snapshots and clones of raw block volumes of each
@@ -36,17 +38,20 @@ func (b *bench) snapClone() error {
 		logf("snapshot volume %s: wrote %.0f MB in %d extents in %.0fs", bytesStr(size), float64(written)/1e6, sc.Extents, time.Since(t).Seconds())
 		var snapT, cloneT, delT, cpT []time.Duration
 		for run := range b.o.snapRuns {
+			settle(file)
 			took, err := cpReflink(file)
 			if err != nil {
 				return err
 			}
 			cpT = append(cpT, took)
+			settle(file)
 			snap, took, err := d.snapshot(fmt.Sprintf("%s-snap-%d", name, run), vol, false)
 			if err != nil {
 				return err
 			}
 			snapT = append(snapT, took)
 			src := &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}}
+			settle(file)
 			start := time.Now()
 			clone, err := d.createVolume(fmt.Sprintf("%s-clone-%d", name, run), size, blockCap(), nil, src)
 			if err != nil {
@@ -116,6 +121,20 @@ func bytesStr(n int64) string {
 		return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20))
 	default:
 		return fmt.Sprintf("%dB", n)
+	}
+}
+
+// settle lets the pool's filesystem finish what the last step left it
+// (XFS frees the extents of a deleted reflink copy in the background, and
+// its log holds the deletion until the next flush), then flushes it
+// (syncfs), so that no timed step pays for the one before: without it
+// the snapshot paid for the removal of cp's copy, and cp for the deletes
+// of the run before (docs/BENCHMARKS.md, session 10).
+func settle(file string) {
+	time.Sleep(100 * time.Millisecond)
+	if f, err := os.Open(filepath.Dir(file)); err == nil {
+		_ = unix.Syncfs(int(f.Fd()))
+		f.Close()
 	}
 }
 
