@@ -74,9 +74,9 @@ type Image struct {
 	cache *os.File
 	// direct is the cache opened with O_DIRECT for fetched blocks (a
 	// writable image's data file; nil: buffered, as a browse's cache),
-	// bufs the aligned block buffers its writes copy unaligned data into.
+	// bufs the fetches' reused memory (bufs.go).
 	direct *os.File
-	bufs   sync.Pool
+	bufs   fetchBufs
 
 	mu          sync.Mutex
 	have        []bool              // block i is in the cache file, verified
@@ -398,35 +398,30 @@ func (im *Image) cacheDir() string {
 // hydration's writes). The page cache stays coherent: the kernel writes
 // back and drops the range's cached pages around a direct write, and no
 // write of the application is pending on an unmarked block (rule 8).
-func (im *Image) writeFetched(data []byte, off int64, background bool) error {
+// spare is an aligned buffer of a block that unaligned data is copied
+// into for a direct write (its fetchBuf's dec: data that is not aligned
+// never lies in it).
+func (im *Image) writeFetched(data []byte, off int64, background bool, spare []byte) error {
 	if im.direct == nil || !background {
 		_, err := im.cache.WriteAt(data, off)
 		return err
 	}
-	var buf []byte
-	if !directio.IsAligned(data) {
-		b, _ := im.bufs.Get().(*[]byte)
-		if b == nil || int64(cap(*b)) < im.src.BlockSize() {
-			nb := directio.AlignedBuf(im.src.BlockSize())
-			b = &nb
-		}
-		defer im.bufs.Put(b)
-		buf = *b
-	}
-	return directio.WriteAt(im.direct, im.cache, data, off, buf)
+	return directio.WriteAt(im.direct, im.cache, data, off, spare)
 }
 
 // fetchOne fetches, verifies (Source.ReadBlock) and caches block i once;
 // background is a hydration's fetch (writeFetched).
 func (im *Image) fetchOne(ctx context.Context, i int64, background bool) error {
 	start := time.Now()
-	data, n, err := im.src.ReadBlock(ctx, i, nil, nil)
+	fb := im.bufs.get(im.src)
+	defer im.bufs.put(fb) // data is in fb (or the source's memory): unused once written
+	data, n, err := im.src.ReadBlock(ctx, i, fb.obj, fb.dec)
 	if want := im.src.BlockLen(i); err == nil && int64(len(data)) != want {
 		// The cache file's zeros must never stand in for missing bytes.
 		err = fmt.Errorf("%w: block %d: %d bytes, want %d", errWrongLength, i, len(data), want)
 	}
 	if err == nil {
-		err = im.writeFetched(data, i*im.src.BlockSize(), background && !im.wanted(i))
+		err = im.writeFetched(data, i*im.src.BlockSize(), background && !im.wanted(i), fb.dec)
 		if err != nil {
 			err = fmt.Errorf("%w (--cache-dir %s): write block %d: %w", errCache, im.cacheDir(), i, err)
 		}
