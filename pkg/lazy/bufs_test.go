@@ -53,8 +53,9 @@ func (s *bufSource) ReadBlock(ctx context.Context, i int64, objBuf, buf []byte) 
 // Hydration's fetches reuse their memory (bufs.go): every fetch gets an
 // object buffer and a decode buffer big enough that the source allocates
 // nothing, a raw block lands aligned for its O_DIRECT write (no copy),
-// there are about as many buffers as workers however many blocks, and
-// the data file ends up equal to the source.
+// there are about as many buffers as workers however many blocks (not
+// checked under -race: sync.Pool drops some on purpose there), and the
+// data file ends up equal to the source.
 func TestHydrateReusesBuffers(t *testing.T) {
 	const bs, blocks, workers = 1 << 20, 48, 4
 	s := &bufSource{faultSource: newFaultSource(t, blocks*bs, bs, 7), objs: map[uintptr]bool{}}
@@ -66,7 +67,7 @@ func TestHydrateReusesBuffers(t *testing.T) {
 	if s.starved > 0 || s.unaligned > 0 {
 		t.Errorf("%d fetches without usable buffers, %d blocks unaligned", s.starved, s.unaligned)
 	}
-	if n := len(s.objs); n == 0 || n > 2*workers {
+	if n := len(s.objs); n == 0 || n > 2*workers && !raceOn {
 		t.Errorf("%d distinct object buffers for %d fetches by %d workers", n, blocks-1, workers)
 	}
 	got, err := os.ReadFile(data)
