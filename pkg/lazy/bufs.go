@@ -12,7 +12,7 @@ import (
 // allocates one when given none, zeroed: page faults, GC), a fresh zstd
 // decode buffer and a copy of every block into an aligned buffer for its
 // O_DIRECT write were what hydration cost over a restore of the same
-// backup: 1.3× its driver CPU before, 1.0× after (docs/BENCHMARKS.md
+// backup: 1.24-1.44× its driver CPU before, 1.01-1.08× after (docs/BENCHMARKS.md
 // "Instant restore"). obj is where the object lands,
 // one byte before an aligned address, so that a raw block after its kind
 // byte is aligned and written O_DIRECT from where it landed; dec is
