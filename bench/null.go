@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -85,7 +89,7 @@ func (s *s3) nullRestore(ctx context.Context, img *backupImage, path string) (ti
 // nullBackup reads every data block of img (offsets from its manifest)
 // from the snapshot image file and PUTs it as it is, limitWorkers at a
 // time (the engine's default), with the engine's PutObject call and
-// options, into the limit bucket; no digest, no compression, no
+// options (unsigned payload and a CRC32C: checkedPutOptions), into the limit bucket; no digest, no compression, no
 // existence checks or manifest. The objects are deleted after (not
 // timed).
 func (s *s3) nullBackup(ctx context.Context, img *backupImage, image string) (time.Duration, error) {
@@ -94,6 +98,10 @@ func (s *s3) nullBackup(ctx context.Context, img *backupImage, image string) (ti
 		return 0, err
 	}
 	defer f.Close()
+	client, err := s.checkedClient()
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	bufs := make(chan []byte, limitWorkers)
 	for range limitWorkers {
@@ -113,8 +121,7 @@ func (s *s3) nullBackup(ctx context.Context, img *backupImage, image string) (ti
 				if err != nil && err != io.EOF {
 					return err
 				}
-				_, err = s.client.PutObject(gctx, limitBucket, key, bytes.NewReader(buf[:n]), int64(n),
-					minio.PutObjectOptions{ContentType: "application/octet-stream"})
+				_, err = client.PutObject(gctx, limitBucket, key, bytes.NewReader(buf[:n]), int64(n), checkedPutOptions(buf[:n]))
 				return err
 			})
 		}
@@ -128,6 +135,23 @@ func (s *s3) nullBackup(ctx context.Context, img *backupImage, image string) (ti
 		return 0, fmt.Errorf("null backup of %s: %w", image, err)
 	}
 	return took, nil
+}
+
+// checkedClient is a client of the gateway that may send checksum headers
+// (minio-go's TrailingHeaders), as the engine's block PUTs need.
+func (s *s3) checkedClient() (*minio.Client, error) {
+	return minio.New(s.endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, TrailingHeaders: true})
+}
+
+// checkedPutOptions are the engine's options of a block PUT
+// (pkg/s3chain/store/s3_checked.go): UNSIGNED-PAYLOAD with the CRC32C of
+// data in x-amz-checksum-crc32c, which the server checks.
+func checkedPutOptions(data []byte) minio.PutObjectOptions {
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+	return minio.PutObjectOptions{ContentType: "application/octet-stream", DisableContentSha256: true,
+		UserMetadata: map[string]string{"x-amz-checksum-crc32c": base64.StdEncoding.EncodeToString(sum[:])}}
 }
 
 // removeAll deletes keys of bucket in batches.

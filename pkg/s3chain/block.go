@@ -41,7 +41,11 @@ const (
 // zstd coders are safe for concurrent EncodeAll/DecodeAll and keep their
 // own pools, so one pair serves every worker of every Repo.
 var coders = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	// No frame checksum either (RFC 8878 makes it optional): it is not
+	// read (below), and its xxhash64 of every byte was 9% of a backup
+	// worker's CPU (BenchmarkBackupS3, docs/BENCHMARKS.md "Backups,
+	// session 10"). Frames with one, of older writers, still decode.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
 	if err != nil {
 		panic(err)
 	}

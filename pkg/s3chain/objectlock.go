@@ -218,6 +218,7 @@ func (r *Repo) unlocked(ctx context.Context, cands []store.ObjectInfo, server ti
 // versioning) an existing object of the key is already a block of this
 // digest: the confirm step finds it and extends its retention.
 func (j *backupJob) put(ctx context.Context, key string, obj []byte) error {
+	ctx = store.SelfChecked(ctx) // a block object: every reader checks its digest
 	if j.ret.Mode == "" {
 		return j.r.store.Put(ctx, key, obj)
 	}

@@ -271,18 +271,27 @@ func newS3Store(t s3Target, creds Credentials) (*s3Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := minio.New(t.endpoint, &minio.Options{
+	opts := &minio.Options{
 		Creds:        s3Credentials(creds, t.imds),
 		Secure:       !t.insecure,
 		Transport:    transport,
 		Region:       t.region,
 		BucketLookup: bucketLookups[cmp.Or(t.style, "path")],
 		MaxRetries:   1, // NewRetryStore is the one retry layer
-	})
+	}
+	client, err := minio.New(t.endpoint, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadTarget, t, err)
 	}
-	return &s3Store{client: client, transport: transport, bucket: t.bucket, prefix: t.prefix, url: t.String(), lock: t.lock}, nil
+	// The same, allowed checksum headers: only SelfChecked PUTs use it, so
+	// that every other request stays as it was.
+	checked := *opts
+	checked.TrailingHeaders = true
+	cc, err := minio.New(t.endpoint, &checked)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadTarget, t, err)
+	}
+	return &s3Store{client: client, checked: cc, transport: transport, bucket: t.bucket, prefix: t.prefix, url: t.String(), lock: t.lock}, nil
 }
 
 // checkS3 wraps s3 in the retry layer and checks the bucket and

@@ -22,6 +22,7 @@ import (
 // is decided in one place.
 type s3Store struct {
 	client    *minio.Client
+	checked   *minio.Client     // client with TrailingHeaders, for SelfChecked PUTs (s3_checked.go); nil: none
 	transport http.RoundTripper // client's, for the presigned GetObjectRetention of s3_hidden.go
 	bucket    string
 	prefix    string // "" or ends in "/"
@@ -41,8 +42,8 @@ func (s *s3Store) Put(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	// PutObject is atomic in S3: a reader sees the old or the new object.
-	_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)),
-		putOptions(ctx))
+	client, opts := s.checkedPut(ctx, putOptions(ctx), data)
+	_, err := client.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), opts)
 	return translateError("put", key, err)
 }
 
