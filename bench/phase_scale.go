@@ -19,7 +19,7 @@ const (
 // scale backs up the same data (incompressible, every 4 MiB distinct) as
 // a volume of its size and as one 64 times larger (the data in 64 pieces,
 // one at the start of each 64th, holes between), with chainvolctl backup
-// create, and restores both with chainvolctl, -runs times each: a
+// create, and restores both with chainvolctl, -runs times each (at least 5): a
 // restore's time should follow the allocated bytes, not the volume size.
 func (b *bench) scale() error {
 	n := b.o.scaleData
@@ -44,7 +44,7 @@ func (b *bench) scale() error {
 		ids[chainName] = id
 	}
 	var ts, tl []time.Duration
-	for run := range max(b.o.runs, 3) {
+	for run := range max(b.o.runs, 5) { // five: the two medians make a ratio
 		for _, c := range []string{scaleSmall, scaleLarge} {
 			unix.Sync() // see restoreSet
 			b.profile = b.profilePath(run, "ctl-restore-"+filepath.Base(c))
