@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -39,8 +40,9 @@ func (l *loopDevices) find(ctx context.Context, file string) (string, error) {
 // LOOP_GET_STATUS64 reports against file's) but without its exec: a fork
 // and exec of losetup took 3-6 ms, more than the reflink of the 1 GiB
 // snapshot it came before (docs/BENCHMARKS.md, session 10). Only bound
-// devices (/sys/block/loopN/loop) are asked. Errors: file cannot be
-// stat'ed, a bound device cannot be opened or asked, ctx's.
+// devices (/sys/block/loopN/loop) are asked; a device the kernel cannot
+// answer for (its own file unreachable) is matched by its file's name.
+// Errors: file cannot be stat'ed, ctx's.
 func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(file, &st); err != nil {
@@ -60,12 +62,42 @@ func (l *loopDevices) list(ctx context.Context, file string) ([]string, error) {
 		case errors.Is(err, unix.ENXIO) || errors.Is(err, fs.ErrNotExist):
 			continue // detached since the glob
 		case err != nil:
-			return nil, fmt.Errorf("find the loop devices of %s: %s: %w", file, dev, err)
+			// The kernel stats the device's own file to answer (EIO on a
+			// shut-down filesystem, ENOTCONN over a dead FUSE server):
+			// one such neighbour must not hide every other file's
+			// devices. losetup --associated skips it too; it is matched
+			// here by the name it was attached with instead, so that
+			// the device of a dead instant image is still found to be
+			// detached.
+			klog.V(2).InfoS("loop device status unreadable: matched by its backing file's name", "device", dev, "err", err)
+			if backedByName(name, file) {
+				devs = append(devs, dev)
+			}
 		case info.Device == st.Dev && info.Inode == st.Ino:
 			devs = append(devs, dev)
 		}
 	}
 	return devs, nil
+}
+
+// backedByName reports whether loop device name (loopN) was attached to
+// the file at path, by the name sysfs keeps (/sys/block/loopN/loop/
+// backing_file, which the kernel suffixes " (deleted)" once unlinked).
+func backedByName(name, path string) bool {
+	b, err := os.ReadFile(filepath.Join("/sys/block", name, "loop", "backing_file"))
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	// sysfs names the file by its real path; the directory is resolved
+	// where it can be (not through a dead FUSE mount: then as given).
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	return strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)") == abs
 }
 
 // sysLoops returns the names of the loop devices (loopN) in /sys/block,

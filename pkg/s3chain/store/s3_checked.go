@@ -51,6 +51,11 @@ func (s *s3Store) checkedPut(ctx context.Context, opts minio.PutObjectOptions, d
 	var sum [4]byte
 	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, castagnoli))
 	opts.DisableContentSha256 = true
+	// One PUT whatever the size (S3 takes up to 5 GiB in one): minio-go
+	// would send an object over its 16 MiB part size as a multipart
+	// upload, which the one whole-object checksum header does not fit
+	// (S3 refuses the completion), and blocks go up to 64 MiB.
+	opts.DisableMultipart = true
 	opts.UserMetadata = map[string]string{"x-amz-checksum-crc32c": base64.StdEncoding.EncodeToString(sum[:])}
 	return s.checked, opts
 }

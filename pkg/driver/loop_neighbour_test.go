@@ -12,12 +12,12 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 )
 
-// TestLoopListBrokenNeighbour (review): a loop device whose backing file
+// TestLoopListBrokenNeighbour: a loop device whose backing file
 // cannot be stat'ed by the kernel (here: on an XFS that shut down, whose
 // getattr answers EIO; a dead FUSE file answers ENOTCONN alike) must not
 // hide every other file's loop devices. losetup --associated, which list
 // replaced, skips such a device (util-linux falls back to the name); list
-// returns LOOP_GET_STATUS64's error for every file on the node.
+// returned LOOP_GET_STATUS64's error for every file on the node (session 10).
 func TestLoopListBrokenNeighbour(t *testing.T) {
 	testutil.RequireRoot(t)
 	mnt := testutil.LoopFS(t, "xfs", 512<<20)

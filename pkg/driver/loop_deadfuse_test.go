@@ -17,14 +17,14 @@ import (
 	"github.com/chainvol/chainvol/internal/testutil"
 )
 
-type reviewRoot struct{ fs.Inode }
+type oneFileRoot struct{ fs.Inode }
 
-func (r *reviewRoot) OnAdd(ctx context.Context) {
+func (r *oneFileRoot) OnAdd(ctx context.Context) {
 	f := &fs.MemRegularFile{Data: make([]byte, 1<<20), Attr: fuse.Attr{Mode: 0o600}}
 	r.AddChild("img", r.NewPersistentInode(ctx, f, fs.StableAttr{}), false)
 }
 
-// TestLoopListDeadFUSE (review): a loop device over the FUSE file of a
+// TestLoopListDeadFUSE : a loop device over the FUSE file of a
 // server that is gone (connection aborted, as for a killed driver) makes
 // list of any other file fail once the kernel asks the server for the
 // file's attributes (attr timeout: the lazy server's is 24 h, here 0 and
@@ -43,7 +43,7 @@ func TestLoopListDeadFUSE(t *testing.T) {
 	for _, attr := range []time.Duration{0, 24 * time.Hour} {
 		t.Run(attr.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			srv, err := fs.Mount(dir, &reviewRoot{}, &fs.Options{EntryTimeout: &attr, AttrTimeout: &attr,
+			srv, err := fs.Mount(dir, &oneFileRoot{}, &fs.Options{EntryTimeout: &attr, AttrTimeout: &attr,
 				MountOptions: fuse.MountOptions{DirectMount: true, DirectMountStrict: true}})
 			if err != nil {
 				t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
 )
 
-// TestS3SelfCheckedPutLarge (review): a block object over minio-go's
+// TestS3SelfCheckedPutLarge : a block object over minio-go's
 // 16 MiB part size (chains may use blocks up to s3chain.MaxBlockSize,
 // 64 MiB) is sent as a multipart upload; with SelfChecked it carries a
 // whole-object x-amz-checksum-crc32c in the metadata of every request of
