@@ -29,8 +29,10 @@ import (
 // is called, and every spaceMeasureEvery. Rewrites of shared data lower
 // the available bytes and the debt alike, and restores' writes their
 // pending bytes, so stale numbers err on the side of measuring again;
-// what raises them (a reflink copy, an admitted restore) calls
-// SpaceChanged.
+// what raises them calls SpaceChanged (an admitted restore) or
+// ReflinkMade (a reflink copy: its source's allocated bytes added to a
+// bound of the debt, measured only when the bound could break the
+// reserve).
 const (
 	spaceWatchEvery   = 100 * time.Millisecond
 	spaceMeasureEvery = 30 * time.Second
