@@ -107,23 +107,55 @@ func (d *snapshotter) targetBackups(ctx context.Context, name string, secrets ma
 	if err != nil {
 		return nil, err
 	}
-	chains, err := repo.Chains(ctx)
+	out, complete, err := listBackups(ctx, repo, name)
 	if err != nil {
 		return nil, err
 	}
+	if complete {
+		d.index.put(k, out, start, gen)
+	}
+	return out, nil
+}
+
+// chainLister is what a listing reads of a target (s3chain.Repo).
+type chainLister interface {
+	Chains(ctx context.Context) ([]string, error)
+	BackupHeaders(ctx context.Context, chain string) ([]*s3chain.Manifest, error)
+}
+
+// listBackups lists every backup of target name as CSI snapshots, and
+// whether it is complete: a chain that cannot be read is logged and
+// skipped, so that it never hides the others, and when the target could
+// not answer for it (volume.Unreachable) the listing is not one to cache
+// (the index would hide the chain's backups for indexTTL).
+// A done ctx fails the listing rather than skipping every chain left (a
+// listing cut short by the caller's deadline was answered, and cached, as
+// if those chains had no backups). Errors: listing the chains, ctx's.
+func listBackups(ctx context.Context, repo chainLister, name string) ([]*csi.Snapshot, bool, error) {
+	chains, err := repo.Chains(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	var out []*csi.Snapshot
+	complete := true
 	for _, c := range chains {
 		ms, err := repo.BackupHeaders(ctx, c) // metadata only: no chain's block lists all in memory
+		if ctx.Err() != nil {
+			return nil, false, context.Cause(ctx)
+		}
 		if err != nil {
 			klog.InfoS("cannot list the backups of a chain; skipped", "target", name, "chain", c, "err", err)
+			// A chain these credentials cannot read (another cluster's
+			// key) is skipped the same way next time: only a target
+			// that could not answer keeps the listing out of the index.
+			complete = complete && !volume.Unreachable(err)
 			continue
 		}
 		for _, m := range ms {
 			out = append(out, manifestSnapshot(volume.BackupID(target.Ref{Target: name, Chain: c, Backup: m.ID}), m))
 		}
 	}
-	d.index.put(k, out, start, gen)
-	return out, nil
+	return out, complete, nil
 }
 
 // manifestSnapshot describes an uploaded backup as a CSI snapshot.

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -8,6 +10,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/chainvol/chainvol/pkg/s3chain"
+	"github.com/chainvol/chainvol/pkg/s3chain/store"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -84,5 +88,59 @@ func TestCredsDigestInjective(t *testing.T) {
 			t.Fatalf("secrets %s and %s share a digest", o, in)
 		}
 		seen[d] = in
+	}
+}
+
+// fakeLister lists chains whose BackupHeaders fail for those in bad and
+// cancel ctx when cancelAt is read (fault injection for listBackups).
+type fakeLister struct {
+	chains   []string
+	bad      map[string]bool // unreachable
+	denied   map[string]bool // not readable with these credentials
+	cancelAt string
+	cancel   context.CancelFunc
+}
+
+func (f *fakeLister) Chains(context.Context) ([]string, error) { return f.chains, nil }
+
+func (f *fakeLister) BackupHeaders(ctx context.Context, chain string) ([]*s3chain.Manifest, error) {
+	if chain == f.cancelAt {
+		f.cancel()
+		return nil, ctx.Err()
+	}
+	if f.bad[chain] {
+		return nil, fmt.Errorf("read config of chain %q: %w", chain, store.ErrTransient)
+	}
+	if f.denied[chain] {
+		return nil, s3chain.ErrWrongKey
+	}
+	return []*s3chain.Manifest{{Chain: chain, ID: "20261204T000000Z-00000001"}}, nil
+}
+
+// TestListBackupsPartial (session 10's lifecycle interleavings): a
+// listing cut short by the caller's context is an error, not a listing
+// without the chains left (which the index then served for indexTTL: a
+// ready backup missing from ListSnapshots); a chain that cannot be read
+// because the target could not answer is skipped but the listing is
+// marked incomplete, so it is not cached; one of another key is skipped
+// and the listing cached.
+func TestListBackupsPartial(t *testing.T) {
+	f := &fakeLister{chains: []string{"a", "b", "c"}, bad: map[string]bool{"b": true}}
+	got, complete, err := listBackups(context.Background(), f, "offsite")
+	if err != nil || complete || len(got) != 2 {
+		t.Fatalf("one bad chain: %d snapshots, complete %v, %v; want 2, false, nil", len(got), complete, err)
+	}
+	f.bad = nil
+	if got, complete, err = listBackups(context.Background(), f, "offsite"); err != nil || !complete || len(got) != 3 {
+		t.Fatalf("all readable: %d snapshots, complete %v, %v; want 3, true, nil", len(got), complete, err)
+	}
+	f.denied = map[string]bool{"c": true} // skipped again next time: cacheable
+	if got, complete, err = listBackups(context.Background(), f, "offsite"); err != nil || !complete || len(got) != 2 {
+		t.Fatalf("a chain of another key: %d snapshots, complete %v, %v; want 2, true, nil", len(got), complete, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancelAt, f.cancel = "b", cancel
+	if got, _, err = listBackups(ctx, f, "offsite"); !errors.Is(err, context.Canceled) || got != nil {
+		t.Fatalf("cancelled at chain b: %d snapshots, %v; want none, context.Canceled", len(got), err)
 	}
 }
