@@ -173,7 +173,9 @@ func TestResumeRereadsSkippedBlocks(t *testing.T) {
 	c := newTestChain(t, 2, nil)
 	o, fetched := interrupted(t, c, filepath.Join(c.dir, "out.img"), filepath.Join(c.dir, "out.img.checkpoint"))
 	st := resumeOnto(t, c, o, func() {})
-	if st.SkippedBlocks == 0 || st.SkippedBlocks < fetched-2 {
+	// Up to the engine's 2 x workers (2) block buffers may have been
+	// fetched and not yet written when the first run stopped.
+	if st.SkippedBlocks == 0 || st.SkippedBlocks < fetched-2*2 {
 		t.Fatalf("untouched destination: resume skipped %d blocks, the first run fetched %d", st.SkippedBlocks, fetched)
 	}
 
