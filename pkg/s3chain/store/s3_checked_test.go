@@ -22,11 +22,7 @@ import (
 // bytes do not match it, so damage on the way fails the backup's PUT.
 func TestS3SelfCheckedPut(t *testing.T) {
 	ctx := context.Background()
-	srv := testutil.StartS3(t)
-	st, err := store.Open(ctx, srv.URL("c"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, st := checkedStore(t)
 	data := make([]byte, 3<<20+17)
 	_, _ = rand.Read(data)
 	for _, key := range []string{"blocks/a", "blocks/empty"} {
@@ -71,4 +67,40 @@ func crc32c(b []byte) string {
 	var sum [4]byte
 	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestS3SelfCheckedPutLarge: a block object over minio-go's 16 MiB part
+// size (chains may use blocks up to s3chain.MaxBlockSize, 64 MiB) is still
+// one PUT with SelfChecked, since the whole-object x-amz-checksum-crc32c
+// does not fit a multipart upload (versitygw refused its completion), and
+// is stored byte for byte.
+func TestS3SelfCheckedPutLarge(t *testing.T) {
+	ctx := context.Background()
+	_, st := checkedStore(t)
+	for _, n := range []int{16 << 20, 16<<20 + 1, 40<<20 + 17} {
+		data := make([]byte, n)
+		_, _ = rand.Read(data)
+		if err := st.Put(ctx, "blocks/plain", data); err != nil {
+			t.Fatalf("control: plain put of %d bytes: %v", n, err)
+		}
+		if err := st.Put(store.SelfChecked(ctx), "blocks/big", data); err != nil {
+			t.Errorf("SelfChecked put of %d bytes: %v", n, err)
+			continue
+		}
+		got, err := st.Get(ctx, "blocks/big")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("get of the %d bytes put: %d bytes, %v", n, len(got), err)
+		}
+	}
+}
+
+// checkedStore starts versitygw and opens a store on bucket c of it.
+func checkedStore(t *testing.T) (testutil.S3Server, store.Store) {
+	t.Helper()
+	srv := testutil.StartS3(t)
+	st, err := store.Open(context.Background(), srv.URL("c"), store.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, st
 }
