@@ -13,6 +13,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/chainvol/chainvol/pkg/backend"
+	"github.com/chainvol/chainvol/pkg/fdkeep"
 	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 	"github.com/chainvol/chainvol/pkg/volume"
@@ -94,7 +95,7 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 	c.vols = volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
 		PoolReserveBytes: opts.PoolReserveBytes, Targets: targets, NoLocalBase: opts.NoLocalBase,
 		Observer: observer{metrics: c.metrics, events: c.events, index: &c.index},
-		Freezer:  volume.FreezerFunc(c.freezeStaged)})
+		Freezer:  volume.FreezerFunc(c.freezeStaged), Keeper: keeperOf(opts.FDKeeper)})
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)
 	c.gcMetrics = newGCMetrics(c.metrics.registry)
 	c.retentionMetrics = newRetentionMetrics(c.metrics.registry)
@@ -115,6 +116,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	}
 	// Instant restores answered before a restart hydrate on (the volumes
 	// recorded hydrating; no CreateVolume will come for them again).
+	// Their FUSE connections, kept across the restart, are served again
+	// first: the applications' I/O waits for it.
+	d.vols.TakeOverInstants(ctx)
 	if err := d.vols.ResumeHydrations(ctx); err != nil {
 		klog.ErrorS(err, "resume hydration of instant restores")
 	}
@@ -182,4 +186,12 @@ func newTargets(opts Options) (*target.Set, error) {
 		err = set.UseCredentialsFile(opts.BackupCredentialsFile)
 	}
 	return set, err
+}
+
+// keeperOf is the descriptor keeper at socket path, nil for "".
+func keeperOf(path string) volume.Keeper {
+	if path == "" {
+		return nil
+	}
+	return fdkeep.Client{Path: path}
 }

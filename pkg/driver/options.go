@@ -33,6 +33,8 @@ type Options struct {
 	PoolDir string
 	// StateDir holds node-side state and the embedded default backup target.
 	StateDir string
+	// FDKeeper is the descriptor keeper's socket (pkg/fdkeep); "" for none.
+	FDKeeper string
 	// DriverName is the CSI plugin name reported by GetPluginInfo.
 	DriverName string
 	// BackupTargets are NAME=URL pairs; the first is the default target.
@@ -90,6 +92,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.GCDelay, "gc-delay", DefaultGCDelay, "after deleting a backup, collect its chain's unreferenced blocks this much later (deletions within the delay coalesce); 0 disables")
 	fs.DurationVar(&o.GCMinAge, "gc-min-age", DefaultGCMinAge, "the background gc keeps unreferenced blocks younger than this (a margin for format-version-1 writers; running backups are protected by chain locks)")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGTERM or SIGINT, how long the driver may take to drain calls and stop its restores, uploads and gcs (releasing their chain locks) before it exits; keep it below the pod's terminationGracePeriodSeconds")
+	fs.StringVar(&o.FDKeeper, "fd-keeper", "", "unix socket of the descriptor keeper (chainvol-csi keeper) that holds the FUSE connections of instant volumes across a restart of this driver; empty: none, a restart fails their I/O until they are staged again")
 	fs.BoolVar(&o.NoLocalBase, "no-local-base", false, "restores fetch every block from the backup target, never starting from a local snapshot of the chain")
 	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "the CSI socket's path on the host; when set, register with the kubelet through "+DefaultRegistrationDir+" (no node-driver-registrar needed)")
 }

@@ -151,6 +151,9 @@ func (im *Image) Close() error {
 	if im.direct != nil {
 		err = errors.Join(err, im.direct.Close())
 	}
+	if im.rw != nil {
+		err = errors.Join(err, im.rw.live.close())
+	}
 	return errors.Join(err, im.cache.Close())
 }
 
@@ -291,6 +294,9 @@ func (im *Image) underBlock(ctx context.Context, i int64, fill func() error) err
 		}
 	}
 	f.err = fill()
+	if f.err == nil && im.rw != nil {
+		f.err = im.rw.live.mark(i) // before the block counts as marked
+	}
 	im.mu.Lock()
 	if f.err == nil {
 		im.have[i] = true

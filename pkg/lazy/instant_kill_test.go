@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/pkg/fdkeep"
 	"github.com/chainvol/chainvol/pkg/lazy"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 	"github.com/chainvol/chainvol/pkg/s3chain/store"
@@ -33,6 +34,8 @@ type childServer struct {
 	URL, Access, Secret, Chain, ID string
 	Data, Rec, FuseDir             string
 	FetchDelay                     time.Duration // slows hydration so that kills land inside it
+	Keeper                         string        // a pkg/fdkeep socket: serve a kept connection (ServeKept)
+	TakeOver                       bool          // with Keeper: take the kept connection over instead of mounting
 }
 
 // TestInstantServerChild is the child half of startServer: it serves the
@@ -65,19 +68,16 @@ func TestInstantServerChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := lazy.ServeWritable(im, c.FuseDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := serveChild(t, c, im)
 	done, total := im.Hydrated()
 	fmt.Printf("CHILD recorded %d %d\n", done, total)
 	fmt.Println("CHILD ready")
+	sig := make(chan os.Signal, 1) // before "hydrated", after which SIGTERM comes
+	signal.Notify(sig, syscall.SIGTERM)
 	if err := im.Hydrate(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("CHILD hydrated")
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM)
 	<-sig
 	if err := unmountRetry(srv); err != nil {
 		t.Fatal(err)
@@ -85,6 +85,41 @@ func TestInstantServerChild(t *testing.T) {
 	if err := im.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serveChild serves im as c says: ServeWritable, ServeKept (giving the
+// connection to c.Keeper) or TakeOver of the connection c.Keeper holds.
+func serveChild(t *testing.T, c childServer, im *lazy.Image) *lazy.Server {
+	ctx := context.Background()
+	keeper := fdkeep.Client{Path: c.Keeper}
+	switch {
+	case c.Keeper == "":
+		srv, err := lazy.ServeWritable(im, c.FuseDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	case c.TakeOver:
+		f, blob, err := keeper.Get(ctx, "vol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		srv, err := lazy.TakeOver(im, f, blob, c.FuseDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	srv, kept, err := lazy.ServeKept(im, c.FuseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.File.Close()
+	if err := keeper.Put(ctx, "vol", int(kept.File.Fd()), kept.Blob); err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
 
 // server is a running childServer process.

@@ -31,6 +31,7 @@ type writable struct {
 	record   string     // the hydration record's path
 	flushMu  sync.Mutex // one flush at a time
 	recorded int64      // marks in the record last written (-1: none written by this process)
+	live     *liveMarks // every mark, before it counts (live.go)
 	// syncErr is the first failed fdatasync, for good: Linux reports a
 	// failed writeback once and marks the pages clean, so a later
 	// fdatasync succeeding says nothing of the writes before it.
@@ -71,12 +72,16 @@ func OpenWritable(src Source, dataPath, recordPath string, opts Options) (*Image
 	if err == nil { // a killed Flush's temporary file
 		err = durable.RemoveTemps(recordPath)
 	}
+	var live *liveMarks
+	if err == nil {
+		live, err = openLive(recordPath, src, have)
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	im := &Image{src: src, opts: opts, cache: f, direct: directio.Open(f), have: have, inflight: map[int64]*fetch{},
-		gaveUp: map[int64]time.Time{}, rw: &writable{record: recordPath, recorded: -1}}
+		gaveUp: map[int64]time.Time{}, rw: &writable{record: recordPath, recorded: -1, live: live}}
 	for i := range src.NumBlocks() {
 		if src.IsZero(i) {
 			im.have[i] = true
@@ -195,6 +200,7 @@ func (im *Image) Flush() error {
 	marks, rec := im.marked, encodeRecord(im.have, im.src)
 	im.mu.Unlock()
 	if err := fdatasync(int(im.cache.Fd())); err != nil {
+		w.live.forget() // the pages it marks may be gone: a takeover fetches them again
 		w.syncErr = fmt.Errorf("%w: fdatasync (writes since the last good one may be lost): %w", errCache, err)
 		return w.syncErr
 	}
@@ -214,3 +220,6 @@ func (im *Image) Complete() bool {
 	defer im.mu.Unlock()
 	return im.marked == int64(len(im.have))
 }
+
+// Writable reports whether the image takes writes (OpenWritable).
+func (im *Image) Writable() bool { return im.rw != nil }

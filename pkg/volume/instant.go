@@ -132,7 +132,7 @@ func (m *Manager) ServeInstant(ctx context.Context, lv backend.LVol) (string, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", Mark(ErrNodeFailed, "instant image directory: %w", err)
 	}
-	srv, err := lazy.ServeWritable(iv.im, dir)
+	srv, err := m.serveImage(ctx, lv.ID, iv.im, dir)
 	if err != nil {
 		return "", Mark(ErrNodeFailed, "serve the instant image of volume %s: %w", lv.ID, err)
 	}
@@ -166,6 +166,7 @@ func (m *Manager) ReleaseInstant(id string) error {
 				return Mark(ErrNodeFailed, "unmount the instant image of volume %s: %w", id, err)
 			}
 			iv.srv = nil
+			m.dropKept(id)
 		}
 		if iv.ended {
 			m.closeInstant(id, iv)
@@ -188,7 +189,7 @@ func (m *Manager) closeInstant(id string, iv *instant) {
 		iv.im = nil
 	}
 	m.inst.drop(id)
-	_ = os.Remove(m.HydrationRecordPath(id))
+	_ = lazy.RemoveRecord(m.HydrationRecordPath(id))
 }
 
 // stopInstant ends what an instant restore of lv holds (DeleteVolume, which
@@ -206,9 +207,10 @@ func (m *Manager) stopInstant(id string) {
 		m.closeInstant(id, iv)
 		iv.mu.Unlock()
 	}
+	m.dropKept(id)
 	_ = clearStaleMount(m.instantDir(id))
 	_ = os.Remove(m.instantDir(id))
-	_ = os.Remove(m.HydrationRecordPath(id))
+	_ = lazy.RemoveRecord(m.HydrationRecordPath(id))
 }
 
 // unmountRetrying retries unmount for up to 10 s while the loop device

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/jobrec"
+	"github.com/chainvol/chainvol/pkg/lazy"
 	"github.com/chainvol/chainvol/pkg/s3chain/target"
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	// Freezer freezes a staged volume's filesystem for a snapshot
 	// (TakeSnapshot); it must be set for snapshots.
 	Freezer Freezer
+	// Keeper, if set, holds the FUSE connections of the instant volumes
+	// staged on this node across a driver restart (TakeOverInstants);
+	// nil: a restart fails their I/O until they are staged again.
+	Keeper Keeper
 }
 
 // NewManager returns the manager of the lvols of pool.
@@ -189,7 +194,7 @@ func (m *Manager) ImageRecordPath(id string) string {
 func (m *Manager) dropRestoreState(id string) {
 	_ = os.Remove(m.CheckpointPath(id))
 	_ = os.Remove(m.restoreBasePath(id))
-	_ = os.Remove(m.HydrationRecordPath(id))
+	_ = lazy.RemoveRecord(m.HydrationRecordPath(id))
 }
 
 // CreateSnapshot creates a snapshot lvol recording rec (o.Labels is

@@ -61,14 +61,14 @@ func (m *Manager) staleStateFile(ctx context.Context, name string) bool {
 		return true
 	}
 	id := name
-	for _, ext := range []string{".checkpoint", ".base", ".json", ".bits"} {
+	for _, ext := range []string{".live", ".checkpoint", ".base", ".json", ".bits"} {
 		id = strings.TrimSuffix(id, ext)
 	}
 	if id == name {
 		return false // not ours: left alone
 	}
 	lv, err := m.pool.Get(ctx, id)
-	if err == nil && strings.HasSuffix(name, ".bits") {
+	if err == nil && (strings.HasSuffix(name, ".bits") || strings.HasSuffix(name, ".bits.live")) {
 		// A hydration record outlives its hydration only if the driver
 		// died between recording the volume ready and removing it; kept,
 		// it would be trusted by a later instant restore of the same id.

@@ -66,6 +66,12 @@ type restartRig struct {
 
 // startRestartRig starts the rig with a volume called name of size bytes.
 func startRestartRig(t *testing.T, name string, size int64) restartRig {
+	return startRestartRigWith(t, name, size, nil)
+}
+
+// startRestartRigWith is startRestartRig with more options for both
+// drivers (the descriptor keeper's socket).
+func startRestartRigWith(t *testing.T, name string, size int64, extra func(*driver.Options)) restartRig {
 	s3 := startS3(t)
 	r := restartRig{proxy: startSlowProxy(t, s3.srv.Endpoint)}
 	poolDir, dir := newPool(t), t.TempDir()
@@ -73,6 +79,9 @@ func startRestartRig(t *testing.T, name string, size int64) restartRig {
 		StateDir: filepath.Join(dir, "state"), DriverName: driver.DefaultDriverName}
 	s3.opts(s3.url(r.proxy.Addr))(&r.opts)
 	noLocalBase(&r.opts) // the restore must read the (slow) target
+	if extra != nil {
+		extra(&r.opts)
+	}
 	r.first = startChild(t, r.opts)
 	r.vol = createVolume(t, r.first.Ctrl, name, size, blockCap(), nil)
 	pub := stagePublish(t, r.first.Node, r.vol.GetVolumeId(), blockCap())
@@ -88,5 +97,6 @@ func startRestartRig(t *testing.T, name string, size int64) restartRig {
 func (r restartRig) restart(t *testing.T) *csitest.Node {
 	return csitest.Start(t, "node-a", r.opts.PoolDir, func(o *driver.Options) {
 		o.StateDir, o.BackupTargets, o.BackupCredentialsFile = r.opts.StateDir, r.opts.BackupTargets, r.opts.BackupCredentialsFile
+		o.FDKeeper = r.opts.FDKeeper
 	})
 }

@@ -1,0 +1,187 @@
+package lazy_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chainvol/chainvol/internal/directio"
+	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/pkg/fdkeep"
+	"github.com/chainvol/chainvol/pkg/lazy"
+)
+
+// kill -9 of a FUSE server whose connection a keeper holds (ServeKept),
+// at a random point of an application's writes, fsyncs and reads, then a
+// new server that takes the connection over after a random pause
+// (TakeOver): no operation of the application fails, across the kill or
+// after it; every read returns the backup's bytes and the writes' exactly;
+// and after hydration the data file is the backup plus every write.
+func TestInstantKeptServerRestart(t *testing.T) {
+	b := newBackupSized(t, "ext4", 96<<20, 40<<20)
+	src, err := os.ReadFile(filepath.Join(b.dir, "src.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, seed := testutil.Schedules(t, 3)
+	for i := range n {
+		s := seed + uint64(i)
+		if !t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runKeptSchedule(t, b, src, s) }) {
+			t.Logf("rerun alone with CHAINVOL_SEED=%d CHAINVOL_SCHEDULES=1", s)
+			return
+		}
+	}
+	t.Logf("%d schedules, first seed %d", n, seed)
+}
+
+func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 28))
+	dir := t.TempDir()
+	keeper := startKeeper(t, filepath.Join(dir, "keeper.sock"))
+	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
+		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
+		FetchDelay: 60 * time.Millisecond, Keeper: keeper.Path} // hydration ~1.5 s
+	if err := os.Mkdir(c.FuseDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", c.FuseDir).Run() })
+	if err := os.WriteFile(c.Data, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(c.Data, int64(len(src))); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, c)
+	// The application's I/O goes through a loop device over the FUSE file,
+	// as a staged volume's does, with O_DIRECT so that its reads reach the
+	// server. (The test process must not hold the FUSE file itself: the
+	// exec of the next server closes the process's descriptors, and a
+	// close of a FUSE file waits for its server's FLUSH answer.)
+	dev, err := lazy.AttachWritable(context.Background(), filepath.Join(c.FuseDir, lazy.ImageName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(dev, os.O_RDWR|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lazy.Detach(dev) }()
+	defer f.Close()
+	app := &keptApp{t: t, r: r, f: f, written: bytes.Clone(src)}
+	killAt := time.Duration(r.Int64N(int64(1200 * time.Millisecond)))
+	pause := time.Duration(r.Int64N(int64(500 * time.Millisecond)))
+	restarted := make(chan *server, 1)
+	killed := time.AfterFunc(killAt, func() {
+		_ = srv.cmd.Process.Kill()
+		_ = srv.cmd.Wait()
+		time.Sleep(pause)
+		c.TakeOver = true
+		restarted <- startServer(t, c)
+	})
+	defer killed.Stop()
+	ops := app.runUntil(restarted)
+	srv = <-restarted
+	ops += app.run(40) // and on after the takeover
+	t.Logf("killed after %v and %d operations (the slowest %v), taken over after %v", killAt, ops, app.slowest, pause)
+	f.Close()
+	if err := lazy.Detach(dev); err != nil {
+		t.Fatal(err)
+	}
+	srv.await(t, "hydrated")
+	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("server after SIGTERM: %v", err)
+	}
+	data, err := os.ReadFile(c.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, app.written) {
+		t.Fatal("the hydrated data file is not the backup plus every write")
+	}
+}
+
+// startKeeper runs a descriptor keeper in the test's process at path.
+func startKeeper(t *testing.T, path string) fdkeep.Client {
+	l, err := fdkeep.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &fdkeep.Keeper{}
+	go func() { _ = k.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); k.Close() })
+	return fdkeep.Client{Path: path}
+}
+
+// keptApp writes, fsyncs and reads the FUSE file with r's random choices;
+// any failure of an operation fails the test, as does a read of bytes
+// other than written's.
+type keptApp struct {
+	t       *testing.T
+	r       *rand.Rand
+	f       *os.File
+	written []byte
+	slowest time.Duration
+}
+
+// runUntil runs operations until done has a value (which it leaves
+// there), returning how many it ran.
+func (a *keptApp) runUntil(done chan *server) int {
+	for ops := 0; ; ops++ {
+		select {
+		case s := <-done:
+			done <- s
+			return ops
+		default:
+		}
+		a.op()
+	}
+}
+
+func (a *keptApp) run(n int) int {
+	for range n {
+		a.op()
+	}
+	return n
+}
+
+func (a *keptApp) op() {
+	t, r := a.t, a.r
+	const sector = 4096 // O_DIRECT on the loop device: whole sectors
+	size := int64(len(a.written))
+	off := sector * r.Int64N(size/sector-1)
+	n := sector * (1 + r.Int64N(min(3<<20, size-off)/sector))
+	start := time.Now()
+	defer func() { a.slowest = max(a.slowest, time.Since(start)) }()
+	switch k := r.IntN(10); {
+	case k < 4:
+		p := directio.AlignedBuf(n)
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		if _, err := a.f.WriteAt(p, off); err != nil {
+			t.Fatalf("write of %d bytes at %d: %v", n, off, err)
+		}
+		copy(a.written[off:], p)
+	case k < 6:
+		if err := a.f.Sync(); err != nil {
+			t.Fatalf("fsync: %v", err)
+		}
+	default:
+		got := directio.AlignedBuf(n)
+		if _, err := a.f.ReadAt(got, off); err != nil {
+			t.Fatalf("read of %d bytes at %d: %v", n, off, err)
+		}
+		if !bytes.Equal(got, a.written[off:off+n]) {
+			t.Fatalf("a read of %d bytes at %d returned bytes other than the backup's and the writes'", n, off)
+		}
+	}
+}
