@@ -6,13 +6,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/chainvol/chainvol/internal/tick"
 	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
@@ -30,8 +30,7 @@ type progress struct {
 	json        bool                     // JSON lines (-o json)
 	start       time.Time
 	rec         *jobrec.Publisher // the job's record for `chainvolctl jobs`; nil for none
-	stop        chan struct{}
-	wg          sync.WaitGroup
+	stopTick    func()
 }
 
 // jsonProgress selects the JSON progress stream (-o json; set by app.run).
@@ -42,17 +41,16 @@ var jsonProgress atomic.Bool
 // writes a jsonProgressLine per interval and a final one instead of a bar
 // or log lines.
 func newProgress(what string, interval time.Duration, rec *jobrec.Publisher) *progress {
-	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(), stop: make(chan struct{}),
+	p := &progress{what: what, w: os.Stderr, interval: interval, start: time.Now(),
 		json: jsonProgress.Load(), rec: rec}
-	tick := interval
+	every := interval
 	if !p.json && term.IsTerminal(int(os.Stderr.Fd())) {
 		p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionSetDescription(what), progressbar.OptionFullWidth(),
 			progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
-		tick = 100 * time.Millisecond
+		every = 100 * time.Millisecond
 	}
-	p.wg.Add(1)
-	go p.loop(tick)
+	p.stopTick = tick.Every(every, func() { p.draw(false) })
 	return p
 }
 
@@ -67,21 +65,6 @@ func (p *progress) update(pr s3chain.Progress) {
 		}
 	}
 	p.rec.Update(p.done.Load(), pr.TotalBytes)
-}
-
-func (p *progress) loop(tick time.Duration) {
-	defer p.wg.Done()
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			p.draw(true)
-			return
-		case <-t.C:
-			p.draw(false)
-		}
-	}
 }
 
 func (p *progress) draw(final bool) {
@@ -119,8 +102,8 @@ func (p *progress) draw(final bool) {
 
 // finish draws the last state and stops the reporter.
 func (p *progress) finish() {
-	close(p.stop)
-	p.wg.Wait()
+	p.stopTick()
+	p.draw(true)
 	p.rec.End()
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/tick"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent).
@@ -180,25 +182,11 @@ func (r *report) tick(every time.Duration) func() {
 	if every <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if s := r.progress(time.Now()); s != "" {
-					fmt.Fprintln(r.w, s)
-				}
-			}
+	return tick.Every(every, func() {
+		if s := r.progress(time.Now()); s != "" {
+			fmt.Fprintln(r.w, s)
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+	})
 }
 
 // progress is one line: packages done, counts so far, what still runs.

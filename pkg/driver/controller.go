@@ -36,7 +36,7 @@ func (d *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 	if err != nil {
 		return nil, volumeError("", err)
 	}
-	unlock, err := lock(d.vols, volumeNameLock(req.GetName()))
+	unlock, err := lock(d.locks, volumeNameLock(req.GetName()))
 	if err != nil {
 		return nil, volumeError("", err)
 	}
@@ -235,7 +235,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := lock(d.locks, lvolLock(id))
 	if err != nil {
 		return nil, volumeError("", err)
 	}
@@ -249,7 +249,7 @@ func (d *controller) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequ
 	}
 	// The name's lock too: a CreateVolume retry of the name (which holds
 	// it) must not resume a restore or hydration that this call stops.
-	unlockName, err := lock(d.vols, volumeNameLock(lv.Name))
+	unlockName, err := lock(d.locks, volumeNameLock(lv.Name))
 	if err != nil {
 		return nil, volumeError("", err)
 	}

@@ -135,7 +135,7 @@ func (d *controller) ControllerExpandVolume(ctx context.Context, req *csi.Contro
 	} else if err != nil {
 		return nil, volumeError("", err)
 	}
-	unlock, err := lock(d.vols, lvolLock(lv.ID))
+	unlock, err := lock(d.locks, lvolLock(lv.ID))
 	if err != nil {
 		return nil, volumeError("", err)
 	}

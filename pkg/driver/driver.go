@@ -12,6 +12,7 @@ import (
 	"k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/fdkeep"
 	"github.com/chainvol/chainvol/pkg/jobrec"
@@ -47,8 +48,11 @@ type core struct {
 	metrics *metrics
 	events  *pvcEvents // progress events on claims; nil outside a cluster
 	targets *target.Set
-	// vols owns the lifecycle state beside the lvols' records: locks,
-	// jobs and their results, checkpoints, the backup reference index.
+	// locks are the per-call try-locks (locks.go), shared with vols
+	// (volume.Config.Locks: TakeSnapshot holds a source's id in them).
+	locks *trylock.Set
+	// vols owns the lifecycle state beside the lvols' records: jobs and
+	// their results, checkpoints, the backup reference index.
 	vols *volume.Manager
 	// index caches the targets' backups for ListSnapshots (backup_index.go).
 	index backupIndex
@@ -91,11 +95,12 @@ func New(opts Options, pool backend.Pool, mounter *mount.SafeFormatAndMount, ex 
 		loops:   &loopDevices{exec: ex},
 		metrics: newMetrics(),
 		events:  newPVCEvents(opts.NodeID),
+		locks:   trylock.New(),
 	}
 	c.vols = volume.NewManager(pool, volume.Config{StateDir: opts.StateDir, Node: opts.NodeID, Owner: owner,
 		PoolReserveBytes: opts.PoolReserveBytes, Targets: targets, NoLocalBase: opts.NoLocalBase,
 		Observer: observer{metrics: c.metrics, events: c.events, index: &c.index},
-		Freezer:  volume.FreezerFunc(c.freezeStaged), Keeper: keeperOf(opts.FDKeeper)})
+		Freezer:  volume.FreezerFunc(c.freezeStaged), Locks: c.locks, Keeper: keeperOf(opts.FDKeeper)})
 	c.gc = newGCScheduler(opts.GCDelay, opts.GCMinAge, c.collect)
 	c.gcMetrics = newGCMetrics(c.metrics.registry)
 	c.retentionMetrics = newRetentionMetrics(c.metrics.registry)

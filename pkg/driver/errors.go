@@ -4,6 +4,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/volume"
 )
 
@@ -101,4 +102,4 @@ func toStatus(doing string, err error, code func(error) codes.Code) error {
 
 // errBusy is the answer when another operation holds the same key
 // (CSI spec "Concurrency": Aborted, the CO retries).
-func errBusy(key string) error { return volumeError("", volume.Busy(key)) }
+func errBusy(key string) error { return volumeError("", trylock.Busy(key)) }

@@ -53,7 +53,7 @@ func (d *groups) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateV
 	if err != nil {
 		return nil, snapshotError("", err)
 	}
-	unlock, err := lock(d.vols, groupNameLock(req.GetName()))
+	unlock, err := lock(d.locks, groupNameLock(req.GetName()))
 	if err != nil {
 		return nil, snapshotError("", err)
 	}

@@ -32,7 +32,7 @@ func (d *groups) takeGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapsh
 		}
 	}()
 	for _, s := range srcs {
-		unlock, err := lock(d.vols, lvolLock(s.ID))
+		unlock, err := lock(d.locks, lvolLock(s.ID))
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,9 @@
 package driver
 
-import "github.com/chainvol/chainvol/pkg/volume"
+import "github.com/chainvol/chainvol/internal/trylock"
 
-// Per-call locks (volume.Manager.TryLock). Each is a try-lock held for the
+// Per-call locks (core.locks, an internal/trylock set the driver owns and
+// gives its volume.Manager, Config.Locks). Each is a try-lock held for the
 // whole call: while another call holds its key the call answers Aborted
 // naming what is busy (CSI spec "Concurrency": the CO retries), never
 // waits. A key has one spelling per kind: the CO's name of what a call
@@ -15,7 +16,8 @@ import "github.com/chainvol/chainvol/pkg/volume"
 // callLock it takes (a busy one answers Aborted; a retention pass skips
 // the backup). locks_test.go checks that every RPC takes exactly these,
 // directly or through the helpers it calls. CreateSnapshot's source lock is
-// volume.Manager.TakeSnapshot's (pkg/volume), after snapshotNameLock.
+// volume.Manager.TakeSnapshot's (pkg/volume), after snapshotNameLock: the
+// source's lvol id in the same set, so it excludes what lvolLock does.
 var rpcLocks = map[string][]string{
 	"Controller.CreateVolume":           {"volumeNameLock"},
 	"Controller.DeleteVolume":           {"lvolLock", "volumeNameLock"},
@@ -52,13 +54,14 @@ func (d *node) lockVolume(id, field, path string) (unlock func(), err error) {
 	if err := requireArgs("volume_id", id, field, path); err != nil {
 		return nil, err
 	}
-	return lock(d.vols, lvolLock(id))
+	return lock(d.locks, lvolLock(id))
 }
 
-// lock takes l or answers Aborted (errBusy); call unlock when the call ends.
-func lock(vols *volume.Manager, l callLock) (unlock func(), err error) {
-	if !vols.TryLock(l.key) {
+// lock takes l in locks or answers Aborted (errBusy); call unlock when the
+// call ends.
+func lock(locks *trylock.Set, l callLock) (unlock func(), err error) {
+	if !locks.TryLock(l.key) {
 		return nil, errBusy(l.what)
 	}
-	return func() { vols.Unlock(l.key) }, nil
+	return func() { locks.Unlock(l.key) }, nil
 }

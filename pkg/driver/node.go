@@ -42,7 +42,7 @@ func (d *node) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequ
 	if err := stageable(lv, access); err != nil {
 		return nil, nodeError("", err)
 	}
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := lock(d.locks, lvolLock(id))
 	if err != nil {
 		return nil, nodeError("", err)
 	}
@@ -152,7 +152,7 @@ func (d *node) lockedVolumeFile(ctx context.Context, id string) (lv backend.LVol
 	if lv, file, err = d.volumeFile(ctx, id); err != nil {
 		return lv, file, nil, err
 	}
-	if unlock, err = lock(d.vols, lvolLock(id)); err != nil {
+	if unlock, err = lock(d.locks, lvolLock(id)); err != nil {
 		return lv, file, nil, err
 	}
 	return lv, file, unlock, nil

@@ -99,7 +99,7 @@ func TestSizeFor(t *testing.T) {
 // holds the name, where it used to be Aborted until the lock was free.
 func TestRestoreParsedBeforeLock(t *testing.T) {
 	e := newNodeEnv(t)
-	if !e.d.vols.TryLock(volumeNameLock("pvc-held").key) {
+	if !e.d.locks.TryLock(volumeNameLock("pvc-held").key) {
 		t.Fatal("lock")
 	}
 	for _, fromBackup := range []string{"no-backup-here", "nosuch:chain@latest", "${pvc.namespace}/${pvc.name}@latest"} {

@@ -257,7 +257,7 @@ func (p *retentionPass) units(ctx context.Context, chain string, ids []string) [
 // deleteOne deletes backup snapshot id under its DeleteSnapshot lock, as
 // DeleteSnapshot does; false when it did not (logged).
 func (p *retentionPass) deleteOne(ctx context.Context, id string) bool {
-	unlock, err := lock(p.d.vols, lvolLock(id))
+	unlock, err := lock(p.d.locks, lvolLock(id))
 	if err != nil {
 		klog.InfoS("retention: backup busy, left for the next pass", "snapshot", id)
 		return false

@@ -35,7 +35,7 @@ func (d *snapshotter) CreateSnapshot(ctx context.Context, req *csi.CreateSnapsho
 			return nil, snapshotError("", err)
 		}
 	}
-	unlock, err := lock(d.vols, snapshotNameLock(req.GetName()))
+	unlock, err := lock(d.locks, snapshotNameLock(req.GetName()))
 	if err != nil {
 		return nil, snapshotError("", err)
 	}
@@ -81,7 +81,7 @@ func (d *snapshotter) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapsho
 // that names nothing is already gone. DeleteSnapshot and
 // DeleteVolumeGroupSnapshot share it. Errors are statuses.
 func (d *core) deleteSnapshot(ctx context.Context, id string, secrets map[string]string) error {
-	unlock, err := lock(d.vols, lvolLock(id))
+	unlock, err := lock(d.locks, lvolLock(id))
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // records on each lvol (Record, whose codec is the only code touching lvol
 // labels), the backup snapshot id codec (backupid.go), and the Manager that
 // owns the state beside the records: background jobs and their final
-// errors, per-volume and per-chain locks, checkpoint and image record
+// errors, per-chain locks, checkpoint and image record
 // paths, and the index from backup snapshot id to local snapshot.
 //
 // It returns sentinel errors (errors.go, and those of pkg/backend and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/s3chain"
 )
@@ -25,8 +26,9 @@ var (
 	// (ClassUnavailable: the CO retries).
 	ErrHydrating = errors.New("the volume is still being hydrated from its backup (instant restore); retry when hydration has finished")
 	// ErrBusy: another operation holds the volume, snapshot or name
-	// (CSI spec "Concurrency": Aborted, the CO retries).
-	ErrBusy = errors.New("an operation on it is already in progress; retry later")
+	// (CSI spec "Concurrency": Aborted, the CO retries): the try-locks'
+	// refusal (trylock.Busy wraps it).
+	ErrBusy = trylock.ErrBusy
 	// ErrNoDelta: no changed block tracking can compare the two snapshots
 	// (CSI spec "GetMetadataDelta Errors": FailedPrecondition, make a full
 	// copy instead): a local snapshot known by no digest beside a backup,

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/internal/tick"
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/lazy"
@@ -236,26 +237,14 @@ func (m *Manager) openImageFrom(ctx context.Context, lv backend.LVol, ref backup
 // restore gauges and `chainvolctl jobs` read it), then calls tell (the
 // claim's progress event), until stopped.
 func reportHydration(j *Job, im *lazy.Image, tell func()) (stop func()) {
-	done := make(chan struct{})
 	report := func() {
 		d, t := im.Hydrated()
 		j.Progress(s3chain.Progress{DoneBytes: d, TotalBytes: t})
 		tell()
 	}
 	report()
-	go func() {
-		t := time.NewTicker(progressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				report()
-			}
-		}
-	}()
-	return func() { close(done); report() }
+	stopTick := tick.Every(progressEvery, report)
+	return func() { stopTick(); report() }
 }
 
 // finishHydration records lv ready (Hydrate flushed every block and the

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/jobrec"
 	"github.com/chainvol/chainvol/pkg/lazy"
@@ -17,7 +18,7 @@ import (
 
 // Manager owns the lifecycle state of one node's volumes that is not on
 // the lvols themselves: the background jobs (restores, uploads) and their
-// final errors, the per-volume and per-chain locks, the restore
+// final errors, the per-chain locks, the restore
 // checkpoints and image records in the state directory, and the index
 // from backup snapshot id to local snapshot. It runs the lifecycles on
 // them: restore admission (Admit, space.go), the restore of a backup into
@@ -26,10 +27,11 @@ import (
 // (SweepBases, bases.go). It is safe for concurrent use. Create it with
 // NewManager.
 type Manager struct {
-	pool  backend.Pool
-	cfg   Config
-	jobs  *jobSet
-	locks *lockSet
+	pool backend.Pool
+	cfg  Config
+	jobs *jobSet
+	// locks is Config.Locks: the caller's try-locks, one set with them.
+	locks *trylock.Set
 	// failures holds the final error of a background restore that no call
 	// has reported yet, by volume name; it is reported once, then forgotten.
 	failures sync.Map
@@ -84,6 +86,12 @@ type Config struct {
 	// Freezer freezes a staged volume's filesystem for a snapshot
 	// (TakeSnapshot); it must be set for snapshots.
 	Freezer Freezer
+	// Locks are the per-call try-locks of the caller (pkg/driver's, keyed
+	// by lvol id and request name): TakeSnapshot holds its source's id in
+	// them while it freezes and copies, so that no call the caller locks
+	// by that id (a delete, a stage) runs meanwhile. nil: a set of the
+	// Manager's own.
+	Locks *trylock.Set
 	// Keeper, if set, holds the FUSE connections of the instant volumes
 	// staged on this node across a driver restart (TakeOverInstants);
 	// nil: a restart fails their I/O until they are staged again.
@@ -94,21 +102,16 @@ type Config struct {
 // It first removes what a killed driver left in the state directory
 // (sweepState).
 func NewManager(pool backend.Pool, cfg Config) *Manager {
-	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(recordDir(cfg.StateDir)), locks: newLockSet(), refs: refIndex{pool: pool},
+	if cfg.Locks == nil {
+		cfg.Locks = trylock.New()
+	}
+	m := &Manager{pool: pool, cfg: cfg, jobs: newJobSet(recordDir(cfg.StateDir)), locks: cfg.Locks, refs: refIndex{pool: pool},
 		spaceKick:    make(chan struct{}, 1),
 		backupNames:  &nameStore{dir: filepath.Join(cfg.StateDir, "snapshots")},
 		backupGroups: &nameStore{dir: filepath.Join(cfg.StateDir, "groups")}}
 	m.sweepState()
 	return m
 }
-
-// TryLock takes all keys (volume ids, snapshot ids, prefixed request
-// names) or none, without blocking; it returns false if any is held. The
-// CSI shell answers a refused lock with Aborted (CSI spec "Concurrency").
-func (m *Manager) TryLock(keys ...string) bool { return m.locks.tryLock(keys...) }
-
-// Unlock releases keys taken by TryLock.
-func (m *Manager) Unlock(keys ...string) { m.locks.unlock(keys...) }
 
 // LockChain takes the lock of chain of target tgt, blocking until it is
 // free, and returns its release. It keeps this node's uploads of one chain

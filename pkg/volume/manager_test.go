@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainvol/chainvol/internal/testutil"
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 )
 
@@ -164,14 +165,42 @@ func TestReady(t *testing.T) {
 	}
 }
 
-// TestLocksAndFailures: locks are all-or-none try-locks, chain locks
-// serialise, and a kept failure is reported once.
+// TestSharedLocks: TakeSnapshot holds its source's id in the caller's set
+// (Config.Locks): while the caller holds that id it answers ErrBusy and
+// takes nothing, and it leaves the id free when it is done. (The set's
+// all-or-none rule is internal/trylock's TestAllOrNone.)
+func TestSharedLocks(t *testing.T) {
+	ctx := context.Background()
+	pool := testPool(t)
+	locks := trylock.New()
+	m := NewManager(pool, Config{StateDir: t.TempDir(), Node: "node-1", Locks: locks,
+		Freezer: FreezerFunc(func(context.Context, string) (func(), error) { return func() {}, nil })})
+	src, err := pool.Create(ctx, backend.CreateOptions{Name: "v", Kind: backend.KindVolume, SizeBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !locks.TryLock(src.ID) {
+		t.Fatal("lock")
+	}
+	if _, err := m.TakeSnapshot(ctx, "s", src.ID, Record{}); !errors.Is(err, ErrBusy) || Classify(err) != ClassBusy {
+		t.Fatalf("snapshot of a source the caller holds: %v, want ErrBusy", err)
+	}
+	if _, err := pool.GetByName(ctx, backend.KindSnapshot, "s"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("a busy snapshot took its lvol: %v", err)
+	}
+	locks.Unlock(src.ID)
+	if _, err := m.TakeSnapshot(ctx, "s", src.ID, Record{}); err != nil {
+		t.Fatal(err)
+	}
+	if !locks.TryLock(src.ID) {
+		t.Fatal("TakeSnapshot left its source's id held")
+	}
+}
+
+// TestLocksAndFailures: chain locks serialise, and a kept failure is
+// reported once.
 func TestLocksAndFailures(t *testing.T) {
 	m := NewManager(nil, Config{StateDir: t.TempDir()})
-	if !m.TryLock("a", "b") || m.TryLock("b", "c") || !m.TryLock("c") {
-		t.Fatal("TryLock is not all-or-none")
-	}
-	m.Unlock("a", "b", "c")
 	var n, peak atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 	"github.com/chainvol/chainvol/pkg/backupid"
 	"github.com/chainvol/chainvol/pkg/s3chain"
@@ -96,7 +97,7 @@ func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol
 	// after the answer has gone out rather than competing with it.
 	defer time.AfterFunc(answerHeadStart, j.Open)
 	if j.What() != what {
-		return backend.LVol{}, Busy(req.Name) // another restore of that name is being prepared
+		return backend.LVol{}, trylock.Busy(req.Name) // another restore of that name is being prepared
 	}
 	return m.awaitRestore(ctx, req.Name, j)
 }
@@ -105,12 +106,6 @@ func (m *Manager) Restore(ctx context.Context, req RestoreRequest) (backend.LVol
 // answers without waiting for it holds back, so that the answer is sent
 // before the job's first burst of work (decoding a large manifest).
 const answerHeadStart = 20 * time.Millisecond
-
-// Busy is the refusal of a call while another operation holds key (CSI
-// spec "Concurrency": Aborted, the CO retries).
-func Busy(key string) error {
-	return Refuse(ClassBusy, "an operation on %q is already in progress; retry later", key)
-}
 
 // RestoreKey is the job key of the restore of the volume called name:
 // the request name, known before the lvol (and its id) exists.

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/internal/trylock"
 	"github.com/chainvol/chainvol/pkg/backend"
 )
 
@@ -28,7 +29,7 @@ func (f FreezerFunc) Freeze(ctx context.Context, id string) (func(), error) { re
 // taking it if it does not exist yet: under the source's lock, its staged
 // filesystem frozen (Config.Freezer) for the reflink, recording rec with
 // the source's filesystem facts (SnapshotRecord). Errors: ClassExists for
-// the same name of another source or a group's member, Busy while another
+// the same name of another source or a group's member, ErrBusy while another
 // operation holds the source, ErrNotReady and backend.ErrNotFound for the
 // source, the freezer's, and Pool.Create's wrapped "snapshot lvol".
 func (m *Manager) TakeSnapshot(ctx context.Context, name, sourceID string, rec Record) (backend.LVol, error) {
@@ -45,10 +46,10 @@ func (m *Manager) TakeSnapshot(ctx context.Context, name, sourceID string, rec R
 	if err != nil {
 		return src, err
 	}
-	if !m.TryLock(src.ID) {
-		return src, Busy(src.ID)
+	if !m.locks.TryLock(src.ID) {
+		return src, trylock.Busy(src.ID)
 	}
-	defer m.Unlock(src.ID)
+	defer m.locks.Unlock(src.ID)
 	thaw, err := m.cfg.Freezer.Freeze(ctx, src.ID)
 	if err != nil {
 		return src, err // Aborted while another freeze holds it

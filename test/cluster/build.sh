@@ -48,17 +48,6 @@ go_build() {
   (cd "$dir" && GOFLAGS=-mod=mod go build -trimpath -o "$BIN/" "$@")
 }
 
-# stamped NAME CMD...: run CMD unless $BIN/.NAME exists, then create it.
-stamped() {
-  local name=$1; shift
-  if [[ -f $BIN/.$name ]]; then log "reuse $name"; return; fi
-  local t0=$SECONDS
-  log "build $name"
-  "$@"
-  touch "$BIN/.$name"
-  log "built $name in $((SECONDS - t0))s"
-}
-
 build_k8s() {
   # Version stamps: the apiserver derives its emulation version from it, and
   # an unstamped v0.0.0 binary would refuse the 1.37 feature set.

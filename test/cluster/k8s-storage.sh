@@ -112,14 +112,7 @@ s3_up() {
 driver_s3() {
   (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system "${CHART_VALUES[@]}" \
     -f test/cluster/storage/values-s3.yaml bin/image/chart/chainvol) > "$RUN/chainvol-s3.yaml"
-  "$KUBECTL" apply -f "$RUN/chainvol-s3.yaml" >/dev/null
-  wait_for "chainvol DaemonSet with the S3 target" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
-  local n nodes=("$NODE_NAME")
-  two_nodes && nodes+=("$NODE_B_NAME")
-  for n in "${nodes[@]}"; do
-    wait_for "CSINode registration ($n)" 60 sh -c \
-      "'$KUBECTL' get csinode '$n' -o jsonpath='{.spec.drivers[*].name}' | grep -qw chainvol.csi.io"
-  done
+  apply_driver "$RUN/chainvol-s3.yaml" "chainvol DaemonSet with the S3 target"
 }
 
 # suite_images: the suite's images on the first node, and with two nodes

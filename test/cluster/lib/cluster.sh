@@ -195,8 +195,15 @@ install_driver() {
   (cd "$REPO" && go run ./hack/helmtemplate -n chainvol-system "${CHART_VALUES[@]}" \
     bin/image/chart/chainvol) > "$RUN/chainvol.yaml"
   grep -qF "image: $(cat "$RUN/chainvol-image")" "$RUN/chainvol.yaml" || die "bin/image/chart/chainvol does not run $(cat "$RUN/chainvol-image")"
-  "$KUBECTL" apply -f "$RUN/chainvol.yaml" >/dev/null
-  wait_for "chainvol DaemonSet" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
+  apply_driver "$RUN/chainvol.yaml" "chainvol DaemonSet"
+}
+
+# apply_driver FILE WHAT: apply the rendered chart FILE, then wait (fatal)
+# for the DaemonSet's rollout (logged as WHAT) and for the kubelet of every
+# node to list the driver on its CSINode.
+apply_driver() {
+  "$KUBECTL" apply -f "$1" >/dev/null
+  wait_for "$2" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s
   local n nodes=("$NODE_NAME")
   two_nodes && nodes+=("$NODE_B_NAME")
   for n in "${nodes[@]}"; do

@@ -45,3 +45,15 @@ KUBECTL=$RUN/kubectl
 
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
+
+# stamped NAME CMD...: run CMD unless $BIN/.NAME exists, then create it
+# (build.sh, storage/build.sh: a warm run builds nothing).
+stamped() {
+  local name=$1; shift
+  if [[ -f $BIN/.$name ]]; then log "reuse $name"; return; fi
+  local t0=$SECONDS
+  log "build $name"
+  "$@"
+  touch "$BIN/.$name"
+  log "built $name in $((SECONDS - t0))s"
+}

@@ -7,6 +7,34 @@ k() { "$KUBECTL" "$@"; }
 # apply: kubectl apply of the YAML on stdin.
 apply() { k apply -f - >/dev/null; }
 
+# storage_class NAME [PARAMS] [expand]: apply a chainvol StorageClass NAME
+# whose volumes are made where their first consumer is scheduled
+# (WaitForFirstConsumer), with PARAMS as its parameters (a YAML flow map,
+# written as it is: none when empty) and, with "expand", volume expansion
+# allowed.
+storage_class() {
+  {
+    printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: %s}\n' "$1"
+    printf 'provisioner: chainvol.csi.io\nvolumeBindingMode: WaitForFirstConsumer\n'
+    if [[ ${3:-} == expand ]]; then echo 'allowVolumeExpansion: true'; fi
+    if [[ -n ${2:-} ]]; then echo "parameters: $2"; fi
+  } | apply
+}
+
+# backup_class NAME POLICY [PARAMS]: apply a chainvol VolumeSnapshotClass
+# NAME of backups (backup: "true", then PARAMS: more YAML flow map
+# entries) with the deletion policy POLICY (Retain, Delete).
+backup_class() {
+  apply <<Y
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata: {name: $1}
+driver: chainvol.csi.io
+deletionPolicy: $2
+parameters: {backup: "true"${3:+, $3}}
+Y
+}
+
 # until_true WHAT SECONDS CMD...: like wait_for, but fails the scenario
 # (returns 1) instead of the run.
 until_true() {

@@ -19,48 +19,14 @@ expect() {
 # and the example restore class users copy (deploy/examples).
 classes() {
   k apply -f "$REPO/deploy/examples/storageclasses/storageclass-restore.yaml" >/dev/null
-  apply <<'Y'
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-ext4}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-allowVolumeExpansion: true
-parameters: {csi.storage.k8s.io/fstype: ext4}
----
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-xfs}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-allowVolumeExpansion: true
-parameters: {csi.storage.k8s.io/fstype: xfs}
----
-# Restore-by-class: each claim starts from the newest backup of the claim
-# with its own namespace and name. No fstype: the backup's is kept.
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-restore}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-allowVolumeExpansion: true
-parameters: {fromBackup: "${pvc.namespace}/${pvc.name}@latest"}
----
-# Names ext4 for an XFS backup: must be refused.
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-xfs-as-ext4}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {csi.storage.k8s.io/fstype: ext4, fromBackup: "xfsapp/xdata@latest"}
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotClass
-metadata: {name: e2e-backup}
-driver: chainvol.csi.io
-deletionPolicy: Retain
-parameters: {backup: "true"}
-Y
+  storage_class e2e-ext4 '{csi.storage.k8s.io/fstype: ext4}' expand
+  storage_class e2e-xfs '{csi.storage.k8s.io/fstype: xfs}' expand
+  # Restore-by-class: each claim starts from the newest backup of the claim
+  # with its own namespace and name. No fstype: the backup's is kept.
+  storage_class e2e-restore '{fromBackup: "${pvc.namespace}/${pvc.name}@latest"}' expand
+  # Names ext4 for an XFS backup: must be refused.
+  storage_class e2e-xfs-as-ext4 '{csi.storage.k8s.io/fstype: ext4, fromBackup: "xfsapp/xdata@latest"}'
+  backup_class e2e-backup Retain
 }
 
 # pv_of NS CLAIM: the claim's bound PV.

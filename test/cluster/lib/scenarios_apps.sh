@@ -109,14 +109,7 @@ round() {
 # NS; once its members are stopped, each claim must hold its member's
 # round-1 data.
 sts_back_at() {
-  apply <<Y
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: $2}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {fromBackup: "\${pvc.namespace}/\${pvc.name}@$3"}
-Y
+  storage_class "$2" "{fromBackup: \"\${pvc.namespace}/\${pvc.name}@$3\"}"
   k create namespace "$1" >/dev/null
   sts "$1" "$2" 0 || return 1
   k -n "$1" scale statefulset web --replicas=0 >/dev/null

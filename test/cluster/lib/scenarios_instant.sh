@@ -3,16 +3,7 @@
 
 # instant_class: the StorageClass of instant restores from a VolumeSnapshot
 # (the backup's filesystem is kept: no fstype).
-instant_class() {
-  apply <<'Y'
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-instant}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {restoreMode: instant}
-Y
-}
+instant_class() { storage_class e2e-instant '{restoreMode: instant}'; }
 
 # klog_epoch LINE: the time of a klog line ("I1203 10:23:37.070855 ...") as
 # seconds since the epoch (the year is this one's).

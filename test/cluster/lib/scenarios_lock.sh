@@ -42,21 +42,8 @@ s_lock_up() {
   until_true "chainvol DaemonSet with the S3 targets" 180 "$KUBECTL" -n chainvol-system rollout status ds/chainvol-node --timeout=1s || return 1
   until_true "CSINode registration" 60 sh -c \
     "'$KUBECTL' get csinode '$NODE_NAME' -o jsonpath='{.spec.drivers[*].name}' | grep -qw chainvol.csi.io" || return 1
-  apply <<'Y'
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotClass
-metadata: {name: e2e-gfs}
-driver: chainvol.csi.io
-deletionPolicy: Delete
-parameters: {backup: "true", backupTarget: gfs, keepLast: "2"}
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotClass
-metadata: {name: e2e-locked}
-driver: chainvol.csi.io
-deletionPolicy: Delete
-parameters: {backup: "true", backupTarget: locked}
-Y
+  backup_class e2e-gfs Delete 'backupTarget: gfs, keepLast: "2"'
+  backup_class e2e-locked Delete 'backupTarget: locked'
   log "  versitygw (versioned) at $LOCK_S3_ADDR: buckets chainvol-gfs and chainvol-lock (Object Lock); driver upgraded"
 }
 

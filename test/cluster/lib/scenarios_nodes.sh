@@ -14,16 +14,9 @@ pv_node() {
 
 s_nodes_restore_elsewhere() {
   k create namespace nodes >/dev/null
-  apply <<'Y'
-# The backups of the claim nodes/src, newest first (a fromBackup class whose
-# claims need not share the source's name).
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-from-nodes-src}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-parameters: {fromBackup: "nodes/src@latest"}
-Y
+  # The backups of the claim nodes/src, newest first (a fromBackup class
+  # whose claims need not share the source's name).
+  storage_class e2e-from-nodes-src '{fromBackup: "nodes/src@latest"}'
   pvc nodes src e2e-ext4 1Gi
   local want; want=$(POD_NODE=$NODE_NAME run_pod nodes writer src "$WRITE1 && $LIST") || return 1
   expect "source PV's node" "$(pv_node nodes src)" "$NODE_NAME" || return 1

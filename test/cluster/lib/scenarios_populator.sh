@@ -6,15 +6,7 @@
 POP_NS=chainvol-system
 
 # pop_classes: a class with no parameters (the backup's fsType is kept).
-pop_classes() {
-  apply <<'Y'
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: e2e-plain}
-provisioner: chainvol.csi.io
-volumeBindingMode: WaitForFirstConsumer
-Y
-}
+pop_classes() { storage_class e2e-plain; }
 
 # bsource NS NAME CHAIN BACKUP: a BackupSource written by chainvolctl k8s source.
 bsource() {

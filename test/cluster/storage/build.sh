@@ -12,17 +12,6 @@ source "$HERE/lib/common.sh"
 K8S_VERSION=v1.37.2
 export CGO_ENABLED=0
 
-# stamped NAME CMD...: run CMD unless $BIN/.NAME exists, then create it.
-stamped() {
-  local name=$1; shift
-  if [[ -f $BIN/.$name ]]; then log "reuse $name"; return; fi
-  local t0=$SECONDS
-  log "build $name"
-  "$@"
-  touch "$BIN/.$name"
-  log "built $name in $((SECONDS - t0))s"
-}
-
 # in_module CMD...: CMD in the cluster's Kubernetes module; -mod=mod lets go
 # complete go.sum with the test-only dependencies of test/e2e.
 in_module() { (cd "$HERE/build" && GOFLAGS=-mod=mod "$@"); }
