@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/chainvol/chainvol/internal/tick"
 )
 
 // recordEvery is how often Hydrate writes the record while it runs: a
@@ -47,7 +49,9 @@ func (im *Image) Hydrate(ctx context.Context, workers int) error {
 			}
 		}()
 	}
-	stopRecord := im.recordWhile(ctx)
+	// A failed flush is tried again at the next tick; the final Flush
+	// below reports it.
+	stopRecord := tick.Every(recordEvery, func() { _ = im.Flush() })
 	im.feed(ctx, todo)
 	close(todo)
 	wg.Wait()
@@ -97,29 +101,4 @@ func (im *Image) hydrateBlock(ctx context.Context, i int64) error {
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
-}
-
-// recordWhile flushes the image every recordEvery until the returned stop
-// is called; a failed flush is retried at the next tick (the final Flush
-// of Hydrate reports it).
-func (im *Image) recordWhile(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(recordEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = im.Flush()
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }
