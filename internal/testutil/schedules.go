@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -27,4 +28,19 @@ func Schedules(t testing.TB, def int) (int, uint64) {
 		}
 	}
 	return n, seed
+}
+
+// RunSchedules runs fn as a subtest for each of Schedules(t, def)'s
+// seeds, stopping at the first that fails with how to replay it alone.
+func RunSchedules(t *testing.T, def int, fn func(t *testing.T, seed uint64)) {
+	t.Helper()
+	n, seed := Schedules(t, def)
+	for i := range n {
+		s := seed + uint64(i)
+		if !t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { fn(t, s) }) {
+			t.Logf("rerun alone with CHAINVOL_SEED=%d CHAINVOL_SCHEDULES=1", s)
+			return
+		}
+	}
+	t.Logf("%d schedules, first seed %d", n, seed)
 }

@@ -3,7 +3,6 @@ package lazy_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/chainvol/chainvol/internal/directio"
 	"github.com/chainvol/chainvol/internal/testutil"
-	"github.com/chainvol/chainvol/pkg/fdkeep"
 	"github.com/chainvol/chainvol/pkg/lazy"
 )
 
@@ -30,21 +28,13 @@ func TestInstantKeptServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, seed := testutil.Schedules(t, 3)
-	for i := range n {
-		s := seed + uint64(i)
-		if !t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runKeptSchedule(t, b, src, s) }) {
-			t.Logf("rerun alone with CHAINVOL_SEED=%d CHAINVOL_SCHEDULES=1", s)
-			return
-		}
-	}
-	t.Logf("%d schedules, first seed %d", n, seed)
+	testutil.RunSchedules(t, 3, func(t *testing.T, seed uint64) { runKeptSchedule(t, b, src, seed) })
 }
 
 func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 28))
 	dir := t.TempDir()
-	keeper := startKeeper(t, filepath.Join(dir, "keeper.sock"))
+	keeper := testutil.StartKeeper(t, filepath.Join(dir, "keeper.sock"))
 	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
 		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
 		FetchDelay: 60 * time.Millisecond, Keeper: keeper.Path} // hydration ~1.5 s
@@ -106,19 +96,6 @@ func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	if !bytes.Equal(data, app.written) {
 		t.Fatal("the hydrated data file is not the backup plus every write")
 	}
-}
-
-// startKeeper runs a descriptor keeper in the test's process at path.
-func startKeeper(t *testing.T, path string) fdkeep.Client {
-	l, err := fdkeep.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k := &fdkeep.Keeper{}
-	go func() { _ = k.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); k.Close() })
-	return fdkeep.Client{Path: path}
 }
 
 // keptApp writes, fsyncs and reads the FUSE file with r's random choices;

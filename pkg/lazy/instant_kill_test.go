@@ -192,15 +192,7 @@ func TestInstantKilledServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, seed := testutil.Schedules(t, 3)
-	for i := range n {
-		s := seed + uint64(i)
-		if !t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runKillSchedule(t, b, src, s) }) {
-			t.Logf("rerun alone with CHAINVOL_SEED=%d CHAINVOL_SCHEDULES=1", s)
-			return
-		}
-	}
-	t.Logf("%d schedules, first seed %d", n, seed)
+	testutil.RunSchedules(t, 3, func(t *testing.T, seed uint64) { runKillSchedule(t, b, src, seed) })
 }
 
 // appState is what the application knows of the image.

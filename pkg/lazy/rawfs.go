@@ -57,11 +57,17 @@ func (r *rawFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 	if h.NodeId != rootID || name != ImageName {
 		return fuse.ENOENT
 	}
+	r.entry(out)
+	return fuse.OK
+}
+
+// entry fills the file's entry: its fixed node id and its attributes,
+// both kept for as long as the mount lives.
+func (r *rawFS) entry(out *fuse.EntryOut) {
 	out.NodeId, out.Generation = imageID, 1
 	out.SetEntryTimeout(forever)
 	out.SetAttrTimeout(forever)
 	r.attr(imageID, &out.Attr)
-	return fuse.OK
 }
 
 func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -200,10 +206,7 @@ func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.D
 			break
 		}
 		if e.Ino == imageID {
-			eo.NodeId, eo.Generation = imageID, 1
-			eo.SetEntryTimeout(forever)
-			eo.SetAttrTimeout(forever)
-			r.attr(imageID, &eo.Attr)
+			r.entry(eo)
 		}
 	}
 	return fuse.OK

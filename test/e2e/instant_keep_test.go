@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/driver"
-	"github.com/chainvol/chainvol/pkg/fdkeep"
 )
 
 // TestInstantRestoreKeptAcrossDriverKill: with a descriptor keeper, the
@@ -26,7 +26,7 @@ import (
 func TestInstantRestoreKeptAcrossDriverKill(t *testing.T) {
 	const size = 256 * mib
 	sock := filepath.Join(t.TempDir(), "keeper.sock")
-	keeper := startKeeper(t, sock)
+	keeper := testutil.StartKeeper(t, sock)
 	r := startRestartRigWith(t, "inst-kept-src", size, func(o *driver.Options) { o.FDKeeper = sock })
 	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-kept-b1", "")
 	expect := expectedImage(t, size)
@@ -70,21 +70,6 @@ func TestInstantRestoreKeptAcrossDriverKill(t *testing.T) {
 	if keys, err := keeper.Keys(context.Background()); err != nil || len(keys) != 0 {
 		t.Fatalf("after unstage the keeper holds %v (%v), want nothing", keys, err)
 	}
-}
-
-// startKeeper runs a descriptor keeper in the test's process (not the
-// driver's, as the chart runs it beside the driver's container).
-func startKeeper(t *testing.T, sock string) fdkeep.Client {
-	t.Helper()
-	l, err := fdkeep.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k := &fdkeep.Keeper{}
-	go func() { _ = k.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); k.Close() })
-	return fdkeep.Client{Path: sock}
 }
 
 // writeAt writes p at off of device dev, without fsync.
