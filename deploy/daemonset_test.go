@@ -160,7 +160,7 @@ func TestSockets(t *testing.T) {
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
-		if c.Name == driverContainer {
+		if c.Name == driverContainer || c.Name == keeperContainer {
 			continue
 		}
 		addr := strings.TrimPrefix(oneArg(t, c, "csi-address"), "unix://")
@@ -176,5 +176,37 @@ func TestSockets(t *testing.T) {
 	}
 	if got := hostPathOf(spec, reg, "/registration"); got != "/var/lib/kubelet/plugins_registry" {
 		t.Errorf("%s: registrar's /registration is host path %q, want kubelet's plugins_registry", m, got)
+	}
+}
+
+// TestFDKeeper checks the descriptor keeper: a container of its own (a
+// restart of the driver's must leave it running) running the driver's
+// image as `chainvol-csi keeper` through the image's entrypoint, root but
+// unprivileged, listening at -socket where the driver's -fd-keeper looks,
+// through the same volume, an emptyDir (the keeper's memory lives as long
+// as the pod).
+func TestFDKeeper(t *testing.T) {
+	ds, m := nodeDaemonSet(t)
+	spec := &ds.Spec.Template.Spec
+	drv, k := container(spec, driverContainer), container(spec, keeperContainer)
+	if k == nil {
+		t.Fatalf("%s: no %s container", m, keeperContainer)
+	}
+	if k.Image != drv.Image || len(k.Command) != 0 || len(k.Args) == 0 || k.Args[0] != "keeper" {
+		t.Errorf("%s: %s runs %s %v %v; want the driver's image %s with args keeper ...", m, k.Name, k.Image, k.Command, k.Args, drv.Image)
+	}
+	sc := k.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || (sc.Privileged != nil && *sc.Privileged) {
+		t.Errorf("%s: %s must run as root (runAsUser 0), unprivileged: %+v", m, k.Name, sc)
+	}
+	sock := oneArg(t, k, "socket")
+	want := oneArg(t, drv, "fd-keeper")
+	kvm, krel, kok := mountFor(k, sock)
+	dvm, drel, dok := mountFor(drv, want)
+	if !kok || !dok || kvm.Name != dvm.Name || krel != drel {
+		t.Errorf("%s: the keeper listens at %s (%s/%s), the driver's -fd-keeper=%s is %s/%s", m, sock, kvm.Name, krel, want, dvm.Name, drel)
+	}
+	if v := volume(spec, kvm.Name); v == nil || v.EmptyDir == nil {
+		t.Errorf("%s: the keeper's socket volume %q is not an emptyDir", m, kvm.Name)
 	}
 }

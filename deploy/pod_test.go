@@ -10,8 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// driverContainer is the name of the chainvol-csi container in every pod.
-const driverContainer = "chainvol-csi"
+// driverContainer is the name of the chainvol-csi container in every pod,
+// keeperContainer that of its descriptor keeper (chainvol-csi keeper).
+const (
+	driverContainer = "chainvol-csi"
+	keeperContainer = "fd-keeper"
+)
 
 // nodeDaemonSet returns the one complete (non-patch) DaemonSet running
 // chainvol-csi, with the manifest it came from.

@@ -1,7 +1,8 @@
 // Command chainvol-csi is chainvol's CSI node plugin: it serves the Identity,
 // Controller and Node services over a node-local lvol pool on a unix socket.
 // One instance runs per node (a DaemonSet), beside an external-provisioner in
-// node-deployment mode.
+// node-deployment mode. `chainvol-csi keeper -socket PATH` runs the
+// descriptor keeper instead (keeper.go), in a container of its own.
 package main
 
 import (
@@ -22,6 +23,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == keeperCommand {
+		os.Exit(keeperMain(os.Args[2:]))
+	}
 	var opts driver.Options
 	fs := flag.NewFlagSet("chainvol-csi", flag.ContinueOnError)
 	opts.AddFlags(fs)
