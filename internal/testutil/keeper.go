@@ -9,8 +9,9 @@ import (
 
 // StartKeeper runs a descriptor keeper (pkg/fdkeep) at socket path in the
 // test's process, which stands for the keeper's own container beside the
-// driver's; it closes what it keeps when the test ends.
-func StartKeeper(t testing.TB, path string) fdkeep.Client {
+// driver's; it closes what it keeps when the test ends, or when stop is
+// called (a keeper's restart: start another on the same path).
+func StartKeeper(t testing.TB, path string) (c fdkeep.Client, stop func()) {
 	t.Helper()
 	l, err := fdkeep.Listen(path)
 	if err != nil {
@@ -18,7 +19,9 @@ func StartKeeper(t testing.TB, path string) fdkeep.Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &fdkeep.Keeper{}
-	go func() { _ = k.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); k.Close() })
-	return fdkeep.Client{Path: path}
+	served := make(chan struct{})
+	go func() { _ = k.Serve(ctx, l); close(served) }()
+	stop = func() { cancel(); <-served; k.Close() }
+	t.Cleanup(stop)
+	return fdkeep.Client{Path: path}, stop
 }

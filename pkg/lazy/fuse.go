@@ -21,6 +21,8 @@ type Server struct {
 	srv    *fuse.Server
 	dir    string
 	kept   bool      // mounted by ServeKept or taken over: unmount(2) here
+	conn   int       // a kept server's connection descriptor (go-fuse's)
+	blob   []byte    // a kept server's KeptState JSON
 	closer io.Closer // what TakeOver opened for it, closed after Unmount
 }
 

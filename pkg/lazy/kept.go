@@ -85,6 +85,7 @@ func ServeKept(im *Image, dir string) (*Server, *Kept, error) {
 // (which it closes: srv holds its own).
 func keptServer(srv *Server, fd int, st KeptState) (*Server, *Kept, error) {
 	blob, _ := json.Marshal(st)
+	srv.blob = blob
 	go srv.srv.Serve()
 	return srv, &Kept{File: os.NewFile(uintptr(fd), "/dev/fuse"), Blob: blob}, nil
 }
@@ -116,6 +117,7 @@ func TakeOver(b Served, f *os.File, blob []byte, dir string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s: %w", ErrTakeOver, dir, err)
 	}
+	srv.blob = blob
 	if err := notifyResend(fd); err != nil {
 		logf("take over %s: FUSE_NOTIFY_RESEND: %v (requests the dead server had read wait for ever)", dir, err)
 	}
@@ -156,7 +158,27 @@ func startOn(b Served, fd int, dir string, init []byte, mo fuse.MountOptions, ch
 		go srv.Serve() // reads the pair's end: fails once ours is closed
 		return nil, err
 	}
-	return &Server{srv: srv, dir: dir, kept: true}, nil
+	return &Server{srv: srv, dir: dir, kept: true, conn: theirs}, nil
+}
+
+// Kept returns a new copy of a kept server's connection and its state,
+// for a keeper that restarted and forgot it. The caller must hold off
+// Unmount meanwhile (go-fuse closes the descriptor once unmounted).
+// Errors: a server not kept; a descriptor that is no longer /dev/fuse.
+func (s *Server) Kept() (*Kept, error) {
+	if !s.kept {
+		return nil, fmt.Errorf("the lazy image at %s is not served over a kept connection", s.dir)
+	}
+	fd, err := unix.FcntlInt(uintptr(s.conn), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("copy the FUSE connection of %s: %w", s.dir, err)
+	}
+	var st, dev unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || unix.Stat("/dev/fuse", &dev) != nil || st.Rdev != dev.Rdev || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		unix.Close(fd)
+		return nil, fmt.Errorf("copy the FUSE connection of %s: the server's descriptor is no longer /dev/fuse", s.dir)
+	}
+	return &Kept{File: os.NewFile(uintptr(fd), "/dev/fuse"), Blob: s.blob}, nil
 }
 
 // mountFuse opens /dev/fuse and mounts it at dir as go-fuse's direct

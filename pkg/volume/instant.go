@@ -58,6 +58,17 @@ func (s *instants) get(id string) *instant {
 	return s.vols[id]
 }
 
+// all returns every instant, by volume id.
+func (s *instants) all() map[string]*instant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*instant, len(s.vols))
+	for id, iv := range s.vols {
+		out[id] = iv
+	}
+	return out
+}
+
 // drop forgets volume id's instant (its image closed by the caller, the
 // volume ready or deleted). Nothing else drops one: an instant looked up
 // before a drop must not be open beside a new one (two images of one data

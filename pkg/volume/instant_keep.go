@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/chainvol/chainvol/internal/tick"
+
 	"github.com/chainvol/chainvol/pkg/lazy"
 )
 
@@ -72,6 +74,7 @@ func (m *Manager) TakeOverInstants(ctx context.Context) {
 	if m.cfg.Keeper == nil {
 		return
 	}
+	go m.rekeepEvery(ctx)
 	ids, err := m.cfg.Keeper.Keys(ctx)
 	if err != nil {
 		klog.ErrorS(err, "list the FUSE connections the descriptor keeper holds: instant volumes staged before the restart fail their I/O until staged again")
@@ -134,4 +137,49 @@ func (m *Manager) takeOver(ctx context.Context, id string, iv *instant) error {
 	}
 	iv.srv, err = lazy.TakeOver(iv.im, f, blob, dir) // on an error the image stays open for the hydration job
 	return err
+}
+
+// rekeepInterval is how often the driver checks that the keeper holds
+// every connection it serves: a keeper that restarted holds none.
+const rekeepInterval = 5 * time.Second
+
+// rekeepEvery runs rekeep every rekeepInterval until ctx ends.
+func (m *Manager) rekeepEvery(ctx context.Context) {
+	stop := tick.Every(rekeepInterval, func() { m.rekeep(ctx) })
+	<-ctx.Done()
+	stop()
+}
+
+// rekeep gives the keeper again the connection of every volume this
+// driver serves over one that the keeper does not hold (it restarted),
+// so that a driver restart after a keeper restart still keeps the
+// volumes' I/O. Each is checked under its instant's lock: an unstage
+// (which drops the connection after its unmount) is not undone.
+func (m *Manager) rekeep(ctx context.Context) {
+	keys, err := m.cfg.Keeper.Keys(ctx)
+	if err != nil {
+		klog.V(2).InfoS("the descriptor keeper does not answer", "err", err)
+		return
+	}
+	held := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		held[k] = true
+	}
+	for id, iv := range m.inst.all() {
+		if held[id] {
+			continue
+		}
+		if !iv.mu.TryLock() {
+			continue // a takeover or an unstage of it runs: the next round
+		}
+		if iv.srv != nil {
+			if k, err := iv.srv.Kept(); err == nil {
+				if err := m.cfg.Keeper.Put(ctx, id, int(k.File.Fd()), k.Blob); err == nil {
+					klog.InfoS("gave the descriptor keeper the FUSE connection of an instant volume again", "volume", id)
+				}
+				k.File.Close()
+			}
+		}
+		iv.mu.Unlock()
+	}
 }

@@ -12,9 +12,11 @@ import (
 
 	"github.com/chainvol/chainvol/internal/testutil"
 	"github.com/chainvol/chainvol/pkg/driver"
+	"github.com/chainvol/chainvol/pkg/fdkeep"
 )
 
-// TestInstantRestoreKeptAcrossDriverKill: with a descriptor keeper, the
+// TestInstantRestoreKeptAcrossDriverKill: with a descriptor keeper (which
+// restarts once, and is given the connection again by the driver), the
 // driver is killed (SIGKILL) while an instant restore hydrates and an
 // application reads the staged volume; a new driver on the same pool,
 // state and keeper takes the FUSE connection over at its start. No read
@@ -26,7 +28,7 @@ import (
 func TestInstantRestoreKeptAcrossDriverKill(t *testing.T) {
 	const size = 256 * mib
 	sock := filepath.Join(t.TempDir(), "keeper.sock")
-	keeper := testutil.StartKeeper(t, sock)
+	keeper, stopKeeper := testutil.StartKeeper(t, sock)
 	r := startRestartRigWith(t, "inst-kept-src", size, func(o *driver.Options) { o.FDKeeper = sock })
 	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-kept-b1", "")
 	expect := expectedImage(t, size)
@@ -50,6 +52,12 @@ func TestInstantRestoreKeptAcrossDriverKill(t *testing.T) {
 	writeAt(t, p.Path, patch, int64(unsynced)) // never fsynced
 	copy(expect[unsynced:], patch)
 
+	// The keeper restarts (it forgets everything); the driver gives it the
+	// volume's connection again.
+	stopKeeper()
+	keeper, _ = testutil.StartKeeper(t, sock)
+	awaitKept(t, keeper, volID)
+
 	app := startReader(t, p.Path, expect, size/2)
 	time.Sleep(time.Second)
 	killed := time.Now()
@@ -69,6 +77,22 @@ func TestInstantRestoreKeptAcrossDriverKill(t *testing.T) {
 	noInstantLeft(t, second, volID)
 	if keys, err := keeper.Keys(context.Background()); err != nil || len(keys) != 0 {
 		t.Fatalf("after unstage the keeper holds %v (%v), want nothing", keys, err)
+	}
+}
+
+// awaitKept waits until the keeper holds volume id (20 s at most).
+func awaitKept(t *testing.T, keeper fdkeep.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		keys, err := keeper.Keys(context.Background())
+		if err == nil && len(keys) == 1 && keys[0] == id {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted keeper holds %v (%v) after 20 s, want %s: the driver did not give it again", keys, err, id)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
