@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/chainvol/chainvol/internal/durable"
 )
 
 // A block marked in memory but not yet in the hydration record (it is
@@ -39,8 +41,8 @@ type liveMarks struct {
 func livePath(recordPath string) string { return recordPath + ".live" }
 
 // openLive merges into have the live marks of recordPath written in this
-// boot for src, then starts the file again from have (written whole to a
-// temporary file, renamed over it: a kill leaves the old one or the new).
+// boot for src, then starts the file again from have (durable.WriteFile:
+// a kill leaves the old one or the new).
 // Errors: the file's; a file of another boot or backup is not an error.
 func openLive(recordPath string, src Source, have []bool) (*liveMarks, error) {
 	head, err := liveHead(src)
@@ -63,10 +65,7 @@ func openLive(recordPath string, src Source, have []bool) (*liveMarks, error) {
 			out[liveHeader+i] = 1
 		}
 	}
-	if err := os.WriteFile(path+".new", out, 0o600); err != nil {
-		return nil, fmt.Errorf("live marks: %w", err)
-	}
-	if err := os.Rename(path+".new", path); err != nil {
+	if err := durable.WriteFile(path, out, 0o600); err != nil {
 		return nil, fmt.Errorf("live marks: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
