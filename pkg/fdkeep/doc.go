@@ -13,6 +13,7 @@
 // The keeper never reads or writes the descriptors it holds, and must
 // never run inside the container it keeps descriptors for: a container
 // restart ends every process in it. It keeps nothing on disk: a keeper
-// restart forgets everything (the driver gives the descriptors again,
-// Client.Put, each time it serves a volume).
+// restart forgets everything (the driver gives a descriptor, Client.Put,
+// each time it serves a volume, and again every few seconds while the
+// keeper lacks it).
 package fdkeep
