@@ -107,6 +107,12 @@ func TakeOver(b Served, f *os.File, blob []byte, dir string) (*Server, error) {
 		return nil, fmt.Errorf("%w at %s: %w", ErrTakeOver, dir, err)
 	}
 	defer unix.Close(fd)
+	if aborted(fd) {
+		// Unmounted before its server died (a NodeUnstageVolume killed
+		// between the unmount and the keeper's Drop): nothing will ever
+		// come through it, and a server of it would end at once.
+		return nil, fmt.Errorf("%w at %s: the connection was aborted (unmounted)", ErrTakeOver, dir)
+	}
 	same := func(out []byte) error {
 		if !bytes.Equal(out, st.InitOut) {
 			return errors.New("this server answers INIT otherwise than the one it was kept from (another version?)")
@@ -214,6 +220,14 @@ func readInit(fd int) ([]byte, error) {
 		return nil, fmt.Errorf("the first request (%d bytes) is not INIT", n)
 	}
 	return buf[:n], nil
+}
+
+// aborted reports whether the FUSE connection fd was aborted (its mount
+// unmounted, or aborted through fusectl): /dev/fuse polls POLLERR then.
+func aborted(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	_, err := unix.Poll(p, 0)
+	return err == nil && p[0].Revents&unix.POLLERR != 0
 }
 
 // notifyResend asks the kernel to queue again every request of the

@@ -68,8 +68,9 @@ func (m *Manager) dropKept(id string) {
 // the background under its instant's lock, taken before it returns (so
 // that no stage, unstage or hydration of it comes first). A connection
 // that cannot be taken over within takeOverFor is dropped: its I/O fails
-// (EIO), as without a keeper, instead of waiting for ever. Run before
-// ResumeHydrations.
+// (EIO), as without a keeper, instead of waiting for ever; one whose
+// takeover ctx ends (the driver stops) stays kept for the next driver.
+// Run before ResumeHydrations.
 func (m *Manager) TakeOverInstants(ctx context.Context) {
 	if m.cfg.Keeper == nil {
 		return
@@ -86,6 +87,12 @@ func (m *Manager) TakeOverInstants(ctx context.Context) {
 		go func() {
 			defer iv.mu.Unlock()
 			if err := m.takeOver(ctx, id, iv); err != nil {
+				if ctx.Err() != nil {
+					// This driver stops: the connection is left kept, for
+					// the next one to take over (the I/O waits for it).
+					klog.InfoS("stopping before the FUSE connection of an instant volume was taken over: left to the descriptor keeper for the next driver", "volume", id, "err", err)
+					return
+				}
 				klog.ErrorS(err, "cannot serve the FUSE connection of an instant volume again: its I/O fails until it is unstaged and staged again", "volume", id)
 				m.dropKept(id)
 				return
