@@ -64,7 +64,7 @@ func startServerNoWait(t *testing.T, c childServer) *server {
 func runKeptTwiceSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 29))
 	dir := t.TempDir()
-	keeper := testutil.StartKeeper(t, filepath.Join(dir, "keeper.sock"))
+	keeper, _ := testutil.StartKeeper(t, filepath.Join(dir, "keeper.sock"))
 	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
 		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
 		FetchDelay: 60 * time.Millisecond, Keeper: keeper.Path}

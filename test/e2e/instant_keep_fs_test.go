@@ -41,7 +41,7 @@ func TestInstantFilesystemKeptAcrossDriverKills(t *testing.T) {
 
 func instantFilesystemKept(t *testing.T, fsType string) {
 	sock := filepath.Join(t.TempDir(), "keeper.sock")
-	keeper := testutil.StartKeeper(t, sock)
+	keeper, _ := testutil.StartKeeper(t, sock)
 	s3 := startS3(t)
 	proxy := startSlowProxy(t, s3.srv.Endpoint)
 	poolDir, dir := newPool(t), t.TempDir()

@@ -23,7 +23,7 @@ import (
 func TestInstantKeptTakeOverStoppedWhileTargetDown(t *testing.T) {
 	const size = 128 * mib
 	sock := filepath.Join(t.TempDir(), "keeper.sock")
-	keeper := testutil.StartKeeper(t, sock)
+	keeper, _ := testutil.StartKeeper(t, sock)
 	s3 := startS3(t)
 	proxy := startOutageProxy(t, s3.srv.Endpoint)
 	poolDir, dir := newPool(t), t.TempDir()

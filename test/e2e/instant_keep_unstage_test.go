@@ -28,7 +28,7 @@ import (
 func TestInstantKeptKilledInUnstage(t *testing.T) {
 	const size = 256 * mib
 	sock := filepath.Join(t.TempDir(), "keeper.sock")
-	keeper := testutil.StartKeeper(t, sock)
+	keeper, _ := testutil.StartKeeper(t, sock)
 	r := startRestartRigWith(t, "inst-kun-src", size, func(o *driver.Options) { o.FDKeeper = sock })
 	id := backup(t, r.first.Ctrl, r.vol.GetVolumeId(), "inst-kun-b1", "")
 	expect := expectedImage(t, size)
