@@ -83,6 +83,7 @@ step "restore after namespace loss: by class, by handle" s_restore
 step "XFS backup into an ext4 class: refused" s_fstype_refused
 step "long restore: progress events, then bound" s_long_restore
 step "issue 27: instant restore read while hydrating" s_instant_restore
+step "issue 27: instant read across a driver restart" s_instant_driver_restart
 step "online expansion (XFS) seen by the pod" s_expand_online
 step "XFS backup through the example restore class" s_example_restore_class
 step "issue 14: import by handle after losing all" s_import_after_loss
