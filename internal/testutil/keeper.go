@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/chainvol/chainvol/pkg/fdkeep"
@@ -22,6 +23,9 @@ func StartKeeper(t testing.TB, path string) (c fdkeep.Client, stop func()) {
 	served := make(chan struct{})
 	go func() { _ = k.Serve(ctx, l); close(served) }()
 	stop = func() { cancel(); <-served; k.Close() }
-	t.Cleanup(stop)
+	// The test's temporary directories share a parent: what a failed run
+	// left of FUSE under it is released once everything else has ended.
+	root := filepath.Dir(t.TempDir())
+	t.Cleanup(func() { stop(); releaseFUSE(t, root) })
 	return fdkeep.Client{Path: path}, stop
 }
