@@ -5,7 +5,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -33,37 +32,10 @@ func TestInstantKeptServerRestart(t *testing.T) {
 
 func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 28))
-	dir := t.TempDir()
-	keeper, _ := testutil.StartKeeper(t, filepath.Join(dir, "keeper.sock"))
-	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
-		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
-		FetchDelay: 60 * time.Millisecond, Keeper: keeper.Path} // hydration ~1.5 s
-	if err := os.Mkdir(c.FuseDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", c.FuseDir).Run() })
-	if err := os.WriteFile(c.Data, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(c.Data, int64(len(src))); err != nil {
-		t.Fatal(err)
-	}
+	keeper, _ := testutil.StartKeeper(t, filepath.Join(t.TempDir(), "keeper.sock"))
+	c := newChild(t, b, len(src), 60*time.Millisecond, keeper.Path) // hydration ~1.5 s
 	srv := startServer(t, c)
-	// The application's I/O goes through a loop device over the FUSE file,
-	// as a staged volume's does, with O_DIRECT so that its reads reach the
-	// server. (The test process must not hold the FUSE file itself: the
-	// exec of the next server closes the process's descriptors, and a
-	// close of a FUSE file waits for its server's FLUSH answer.)
-	dev, err := lazy.AttachWritable(context.Background(), filepath.Join(c.FuseDir, lazy.ImageName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(dev, os.O_RDWR|syscall.O_DIRECT, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lazy.Detach(dev) }()
-	defer f.Close()
+	f := openOnLoop(t, c)
 	app := &keptApp{t: t, r: r, f: f, written: bytes.Clone(src)}
 	killAt := time.Duration(r.Int64N(int64(1200 * time.Millisecond)))
 	pause := time.Duration(r.Int64N(int64(500 * time.Millisecond)))
@@ -80,10 +52,7 @@ func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	srv = <-restarted
 	ops += app.run(40) // and on after the takeover
 	t.Logf("killed after %v and %d operations (the slowest %v), taken over after %v", killAt, ops, app.slowest, pause)
-	f.Close()
-	if err := lazy.Detach(dev); err != nil {
-		t.Fatal(err)
-	}
+	closeLoop(t, f)
 	srv.await(t, "hydrated")
 	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
 	if err := srv.cmd.Wait(); err != nil {
@@ -95,6 +64,37 @@ func runKeptSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	}
 	if !bytes.Equal(data, app.written) {
 		t.Fatal("the hydrated data file is not the backup plus every write")
+	}
+}
+
+// openOnLoop opens a loop device over c's FUSE file with O_DIRECT, as a
+// staged volume's application does (its reads reach the server), detached
+// when the test ends. The test process must not hold the FUSE file
+// itself: the exec of the next server closes the process's descriptors,
+// and a close of a FUSE file waits for its server's FLUSH answer.
+func openOnLoop(t *testing.T, c childServer) *os.File {
+	t.Helper()
+	dev, err := lazy.AttachWritable(context.Background(), filepath.Join(c.FuseDir, lazy.ImageName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lazy.Detach(dev) })
+	f, err := os.OpenFile(dev, os.O_RDWR|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// closeLoop closes f and detaches its loop device (its last writes reach
+// the server).
+func closeLoop(t *testing.T, f *os.File) {
+	t.Helper()
+	dev := f.Name()
+	f.Close()
+	if err := lazy.Detach(dev); err != nil {
+		t.Fatal(err)
 	}
 }
 

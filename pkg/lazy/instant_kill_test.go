@@ -128,7 +128,38 @@ type server struct {
 	lines chan string
 }
 
+// newChild is the childServer of b in a new directory: an empty data
+// file of size bytes, the FUSE directory (unmounted when the test ends),
+// fetches slowed by delay, the connection kept by keeper if not "".
+func newChild(t *testing.T, b *backup, size int, delay time.Duration, keeper string) childServer {
+	t.Helper()
+	dir := t.TempDir()
+	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
+		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
+		FetchDelay: delay, Keeper: keeper}
+	if err := os.Mkdir(c.FuseDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", c.FuseDir).Run() })
+	if err := os.WriteFile(c.Data, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(c.Data, int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startServer starts a childServer process and waits for its "ready".
 func startServer(t *testing.T, c childServer) *server {
+	t.Helper()
+	s := startServerNoWait(t, c)
+	s.await(t, "ready")
+	return s
+}
+
+// startServerNoWait starts a childServer process.
+func startServerNoWait(t *testing.T, c childServer) *server {
 	t.Helper()
 	raw, _ := json.Marshal(c)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInstantServerChild$", "-test.v")
@@ -153,7 +184,6 @@ func startServer(t *testing.T, c childServer) *server {
 		}
 		close(s.lines)
 	}()
-	s.await(t, "ready")
 	return s
 }
 
@@ -203,20 +233,7 @@ type appState struct {
 
 func runKillSchedule(t *testing.T, b *backup, src []byte, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 27))
-	dir := t.TempDir()
-	c := childServer{URL: b.srv.URL("t"), Access: b.srv.AccessKey, Secret: b.srv.SecretKey, Chain: chain, ID: b.id,
-		Data: filepath.Join(dir, "data"), Rec: filepath.Join(dir, "hydration", "vol.bits"), FuseDir: filepath.Join(dir, "fuse"),
-		FetchDelay: 25 * time.Millisecond}
-	if err := os.Mkdir(c.FuseDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", c.FuseDir).Run() })
-	if err := os.WriteFile(c.Data, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(c.Data, int64(len(src))); err != nil {
-		t.Fatal(err)
-	}
+	c := newChild(t, b, len(src), 25*time.Millisecond, "")
 	st := &appState{written: bytes.Clone(src), flushed: bytes.Clone(src)}
 	srv := startServer(t, c)
 	killAt := time.Duration(r.Int64N(int64(1500 * time.Millisecond)))
