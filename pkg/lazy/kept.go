@@ -81,8 +81,9 @@ func ServeKept(im *Image, dir string) (*Server, *Kept, error) {
 	return nil, nil, fmt.Errorf("serve the lazy image at %s (FUSE INIT): %w", dir, err)
 }
 
-// keptServer starts srv's loops and returns it with a Kept copy of fd
-// (which it closes: srv holds its own).
+// keptServer starts srv's loops and returns it with fd as the Kept copy,
+// the caller's to give away and close (srv reads its own copy, made by
+// startOn's dup3).
 func keptServer(srv *Server, fd int, st KeptState) (*Server, *Kept, error) {
 	blob, _ := json.Marshal(st)
 	srv.blob = blob
