@@ -2,7 +2,6 @@ package lazy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -47,9 +46,9 @@ func (d *dataFile) WriteAtContext(_ context.Context, p []byte, off int64) (int, 
 // the size the connection was kept with: its volume has hydrated. The
 // server closes the file after Unmount. Errors: the file's, ErrTakeOver.
 func TakeOverFile(dataPath string, f *os.File, blob []byte, dir string) (*Server, error) {
-	var st KeptState
-	if err := json.Unmarshal(blob, &st); err != nil {
-		return nil, fmt.Errorf("%w at %s: no record of its INIT", ErrTakeOver, dir)
+	st, err := parseKept(blob, dir)
+	if err != nil {
+		return nil, err
 	}
 	df, err := os.OpenFile(dataPath, os.O_RDWR, 0)
 	if err != nil {

@@ -96,9 +96,9 @@ func keptServer(srv *Server, fd int, st KeptState) (*Server, *Kept, error) {
 // kept with; dir is where the connection is mounted. b must be of the
 // kept size and writability. Errors: ErrTakeOver.
 func TakeOver(b Served, f *os.File, blob []byte, dir string) (*Server, error) {
-	var st KeptState
-	if err := json.Unmarshal(blob, &st); err != nil || len(st.InitIn) == 0 {
-		return nil, fmt.Errorf("%w at %s: no record of its INIT", ErrTakeOver, dir)
+	st, err := parseKept(blob, dir)
+	if err != nil {
+		return nil, err
 	}
 	if st.SizeBytes != b.SizeBytes() || st.Writable != b.Writable() {
 		return nil, fmt.Errorf("%w at %s: kept for a file of %d bytes (writable %t), not %d (%t)", ErrTakeOver, dir, st.SizeBytes, st.Writable, b.SizeBytes(), b.Writable())
@@ -130,6 +130,16 @@ func TakeOver(b Served, f *os.File, blob []byte, dir string) (*Server, error) {
 	}
 	go srv.srv.Serve()
 	return srv, nil
+}
+
+// parseKept reads the state blob of a connection kept at dir. Errors:
+// ErrTakeOver for a blob without an INIT exchange.
+func parseKept(blob []byte, dir string) (KeptState, error) {
+	var st KeptState
+	if err := json.Unmarshal(blob, &st); err != nil || len(st.InitIn) == 0 {
+		return st, fmt.Errorf("%w at %s: no record of its INIT", ErrTakeOver, dir)
+	}
+	return st, nil
 }
 
 // startOn starts a go-fuse server of b for the connection fd: INIT (init,

@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/chainvol/chainvol/internal/tick"
-
 	"github.com/chainvol/chainvol/pkg/lazy"
 )
 
